@@ -1,0 +1,158 @@
+"""Authentication: an ``Auth`` adds credentials to every request and may renew them.
+
+``BearerAuth`` and ``HeaderAuth`` are static. ``ApiKeyAuth`` exchanges a key id and
+secret for an access token at the account host, caches it, and renews it once for all
+concurrent callers when the service answers 401.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import APIError, AuthenticationError, ResponseDecodeError, SvcError
+
+LOGIN_PATH = "/api/auth/api-key/login"
+REFRESH_PATH = "/api/auth/access-token/refresh"
+
+AccountCall = Callable[[str, Mapping[str, Any]], Awaitable[Any]]
+"""POST a JSON body to a path on the account host without auth; returns decoded JSON."""
+
+
+@runtime_checkable
+class Auth(Protocol):
+    """Supplies credentials for each request and renews them after a 401."""
+
+    async def headers(self, call: AccountCall) -> Mapping[str, str]:
+        """Headers to add to the next request (may log in first)."""
+        ...
+
+    async def renew(self, call: AccountCall, rejected: Mapping[str, str]) -> bool:
+        """React to a 401 for a request sent with ``rejected`` headers.
+
+        Return True when new credentials are ready and the request is worth replaying.
+        """
+        ...
+
+
+class BearerAuth:
+    """A static bearer token: ``Authorization: Bearer <token>``."""
+
+    def __init__(self, token: str) -> None:
+        if not isinstance(token, str) or not token.strip():
+            raise ValueError("token must be a non-empty string")
+        self._headers = {"Authorization": f"Bearer {token}"}
+
+    def __repr__(self) -> str:
+        return "BearerAuth(token='[REDACTED]')"
+
+    async def headers(self, call: AccountCall) -> Mapping[str, str]:
+        """The Authorization header."""
+        return self._headers
+
+    async def renew(self, call: AccountCall, rejected: Mapping[str, str]) -> bool:
+        """A static token cannot be renewed."""
+        return False
+
+
+class HeaderAuth:
+    """A static header of your choice, e.g. ``HeaderAuth("X-Api-Key", key)``."""
+
+    def __init__(self, name: str, value: str) -> None:
+        if not isinstance(name, str) or not name or not isinstance(value, str):
+            raise TypeError("HeaderAuth takes a header name and a string value")
+        self._name = name
+        self._headers = {name: value}
+
+    def __repr__(self) -> str:
+        return f"HeaderAuth(name={self._name!r}, value='[REDACTED]')"
+
+    async def headers(self, call: AccountCall) -> Mapping[str, str]:
+        """The configured header."""
+        return self._headers
+
+    async def renew(self, call: AccountCall, rejected: Mapping[str, str]) -> bool:
+        """A static header cannot be renewed."""
+        return False
+
+
+class ApiKeyAuth:
+    """Log in with an API key, cache the access token, renew it on 401 (single flight).
+
+    Renewal first tries the refresh token; if the service refuses it, it logs in again.
+    Concurrent requests that fail with the same stale token share one renewal.
+    """
+
+    def __init__(self, key_id: str, secret: str) -> None:
+        if not isinstance(key_id, str) or not key_id:
+            raise ValueError("key_id must be a non-empty string")
+        if not isinstance(secret, str) or not secret:
+            raise ValueError("secret must be a non-empty string")
+        self.key_id = key_id
+        self._secret = secret
+        self._access: str | None = None
+        self._refresh: str | None = None
+        self._lock: asyncio.Lock | None = None
+        self.logins = 0
+        self.refreshes = 0
+
+    def __repr__(self) -> str:
+        state = "logged in" if self._access else "not logged in"
+        return f"ApiKeyAuth(key_id={self.key_id!r}, secret='[REDACTED]', {state})"
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret this auth holds, for redaction of free text."""
+        return tuple(s for s in (self._secret, self._access, self._refresh) if s)
+
+    def _get_lock(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    async def headers(self, call: AccountCall) -> Mapping[str, str]:
+        """The bearer header, logging in first when there is no token yet."""
+        if self._access is None:
+            async with self._get_lock():
+                if self._access is None:
+                    await self._login(call)
+        return {"Authorization": f"Bearer {self._access}"}
+
+    async def renew(self, call: AccountCall, rejected: Mapping[str, str]) -> bool:
+        """Refresh (or log in again) unless another caller already did since ``rejected``."""
+        async with self._get_lock():
+            if rejected.get("Authorization") != f"Bearer {self._access}":
+                return True
+            if self._refresh is not None:
+                try:
+                    self._store(await call(REFRESH_PATH, {"refreshToken": self._refresh}))
+                    self.refreshes += 1
+                    return True
+                except (AuthenticationError, APIError, ResponseDecodeError):
+                    pass
+            await self._login(call)
+            return True
+
+    async def _login(self, call: AccountCall) -> None:
+        self._access = self._refresh = None
+        self._store(await call(LOGIN_PATH, {"key": self.key_id, "secret": self._secret}))
+        self.logins += 1
+
+    def _store(self, body: Any) -> None:
+        access = body.get("accessToken") if isinstance(body, dict) else None
+        if not isinstance(access, str) or not access:
+            raise ResponseDecodeError("login answer has no accessToken", path="$.accessToken")
+        refresh = body.get("refreshToken")
+        self._access = access
+        self._refresh = refresh if isinstance(refresh, str) and refresh else None
+
+
+def secrets_of(auth: Auth | None) -> tuple[str, ...]:
+    """Secrets an auth object holds (for redaction), or none."""
+    getter = getattr(auth, "secrets", None)
+    if callable(getter):
+        try:
+            return tuple(getter())
+        except SvcError:
+            return ()
+    return ()

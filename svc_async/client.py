@@ -1,0 +1,474 @@
+"""Client: configuration, lifecycle, the send pipeline and the resource sub-clients.
+
+Every call goes one way: a sub-client builds a path and a body, ``Client._call`` turns
+them into a ``Request`` and runs the pipeline (auth -> pacing -> transport -> retry),
+and the decoded JSON goes back to the sub-client, which structures it into models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Literal, Self
+
+import attrs
+import orjson
+import yarl
+
+from ._version import __version__
+from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of
+from .errors import (
+    ClientClosedError,
+    RateLimitError,
+    RequestTimeout,
+    ResponseDecodeError,
+    SvcError,
+    TransportError,
+    WrongEventLoopError,
+    error_class_for,
+)
+from .models import RateLimit
+from .ratelimit import Pacer, parse_rate_limit
+from .redact import redact_text, redact_url
+from .resources.entries import Entries
+from .resources.events import Events
+from .resources.jobs import Jobs
+from .resources.orgs import Orgs
+from .resources.seasons import Seasons
+from .retry import RetryBudget, RetryPolicy, server_wait
+from .transport import AiohttpTransport, Request, Response, Timeout, Transport
+
+logger = logging.getLogger("svc_async")
+
+Host = Literal["api", "account"]
+TimeoutArg = float | Timeout | None
+
+_CLOSING = "svc_async client closed"
+_JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def _base(url: str | yarl.URL, what: str) -> str:
+    parsed = yarl.URL(str(url))
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(f"{what} must be an absolute http(s) URL, got {redact_url(parsed)!r}")
+    if parsed.query_string or parsed.fragment:
+        raise ValueError(f"{what} must not carry a query string or fragment")
+    return str(parsed).rstrip("/")
+
+
+def _timeout(value: TimeoutArg, what: str = "timeout") -> Timeout:
+    if value is None:
+        return Timeout(total=None, connect=None, read=None)
+    if isinstance(value, Timeout):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} must be a number of seconds or a Timeout")
+    if value <= 0:
+        raise ValueError(f"{what} must be positive")
+    return Timeout(total=float(value), connect=min(float(value), 10.0))
+
+
+@attrs.define(slots=True)
+class _Shared:
+    """State shared by a client and its ``with_options`` views."""
+
+    transport: Transport
+    owns_transport: bool
+    auth: Auth
+    pacer: Pacer | None
+    budget: RetryBudget
+    rng: random.Random
+    rate_limit: RateLimit | None = None
+    closed: bool = False
+    loop: asyncio.AbstractEventLoop | None = None
+    active: set[asyncio.Task[Any]] = attrs.Factory(set)
+
+
+class Client:
+    """The async session manager for the Licence Verification Service.
+
+    Use it as ``async with Client(base_url, token=...) as svc:`` and reach the service
+    through ``svc.orgs``, ``svc.seasons``, ``svc.events``, ``svc.entries`` and
+    ``svc.jobs``. ``base_url`` and ``token`` default to ``SVC_BASE_URL`` and
+    ``SVC_API_TOKEN``; ``account_url`` (default ``SVC_ACCOUNT_URL``, else ``base_url``)
+    serves ``GET /api/orgs/me`` and API-key login.
+    """
+
+    def __init__(
+        self,
+        base_url: str | yarl.URL | None = None,
+        *,
+        token: str | None = None,
+        auth: Auth | None = None,
+        account_url: str | yarl.URL | None = None,
+        transport: Transport | None = None,
+        timeout: TimeoutArg = 30.0,
+        retry: RetryPolicy | None = None,
+        rate_limit: bool | Pacer = True,
+        webhooks: Any = None,
+        user_agent: str | None = None,
+        retry_budget: RetryBudget | None = None,
+        creation_tags: bool = True,
+    ) -> None:
+        base_url = base_url or os.environ.get("SVC_BASE_URL")
+        if not base_url:
+            raise ValueError("base_url is required (or set SVC_BASE_URL)")
+        self._base = _base(base_url, "base_url")
+        account_url = account_url or os.environ.get("SVC_ACCOUNT_URL") or self._base
+        self._account = _base(account_url, "account_url")
+        if token is not None and auth is not None:
+            raise ValueError("pass either token= or auth=, not both")
+        if auth is None:
+            auth = _auth_from(token)
+        elif not isinstance(auth, Auth):
+            raise TypeError("auth must implement the Auth protocol (headers and renew)")
+        if transport is not None and not isinstance(transport, Transport):
+            raise TypeError("transport must implement the Transport protocol (send, aclose)")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise TypeError("retry must be a RetryPolicy")
+        pacer = rate_limit if isinstance(rate_limit, Pacer) else (Pacer() if rate_limit else None)
+        self._shared = _Shared(
+            transport=transport or AiohttpTransport(),
+            owns_transport=transport is None,
+            auth=auth,
+            pacer=pacer,
+            budget=retry_budget or RetryBudget(),
+            rng=random.Random(),
+        )
+        self._timeout = _timeout(timeout)
+        self._retry = retry or RetryPolicy()
+        self._headers = {
+            "User-Agent": user_agent or f"svc-async/{__version__}",
+            "Accept": "application/json",
+        }
+        self.webhooks = webhooks
+        self.creation_tags = creation_tags
+        self.orgs = Orgs(self)
+        self.seasons = Seasons(self)
+        self.events = Events(self)
+        self.entries = Entries(self)
+        self.jobs = Jobs(self)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._shared.closed else "open"
+        return f"<Client {self._base} auth={self._shared.auth!r} {state}>"
+
+    # lifecycle
+
+    async def __aenter__(self) -> Self:
+        self._check_usable()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """End running calls with ClientClosedError and release the transport."""
+        shared = self._shared
+        if shared.closed:
+            return
+        shared.closed = True
+        current = asyncio.current_task()
+        running = [t for t in shared.active if t is not current and not t.done()]
+        for task in running:
+            task.cancel(_CLOSING)
+        if running:
+            await asyncio.wait(running, timeout=5.0)
+        if shared.owns_transport:
+            await shared.transport.aclose()
+
+    @property
+    def closed(self) -> bool:
+        """True after ``aclose()``."""
+        return self._shared.closed
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        """The ``x-ratelimit-*`` headers of the last response that had them."""
+        return self._shared.rate_limit
+
+    @property
+    def base_url(self) -> str:
+        """The verification host's base URL."""
+        return self._base
+
+    @property
+    def account_url(self) -> str:
+        """The account host's base URL (orgs and login)."""
+        return self._account
+
+    @property
+    def transport(self) -> Transport:
+        """The transport this client sends through."""
+        return self._shared.transport
+
+    def with_options(
+        self, *, timeout: TimeoutArg | Literal["keep"] = "keep", retry: RetryPolicy | None = None
+    ) -> Client:
+        """A view of this client with other defaults; it shares connections and state."""
+        view = object.__new__(Client)
+        view.__dict__.update(self.__dict__)
+        if timeout != "keep":
+            view._timeout = _timeout(timeout)
+        if retry is not None:
+            view._retry = retry
+        view.orgs, view.seasons, view.events = Orgs(view), Seasons(view), Events(view)
+        view.entries, view.jobs = Entries(view), Jobs(view)
+        return view
+
+    def _check_usable(self) -> None:
+        shared = self._shared
+        if shared.closed:
+            raise ClientClosedError("this Client is closed; create a new one")
+        loop = asyncio.get_running_loop()
+        if shared.loop is None:
+            shared.loop = loop
+        elif shared.loop is not loop:
+            if shared.loop.is_closed():
+                shared.loop = loop
+            else:
+                raise WrongEventLoopError(
+                    "this Client belongs to another event loop; create one client per loop"
+                )
+
+    # the escape hatch
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        host: Host = "api",
+        idempotent: bool | None = None,
+        timeout: TimeoutArg | Literal["default"] = "default",
+        retry: RetryPolicy | None = None,
+    ) -> Any:
+        """Call any endpoint and return its decoded JSON (for calls not modelled yet).
+
+        ``idempotent`` (default: True for GET/HEAD) says whether retries may repeat it.
+        """
+        if not isinstance(method, str) or not method.isalpha():
+            raise ValueError("method must be an HTTP method name such as 'GET'")
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError("path must be a string starting with '/'")
+        method = method.upper()
+        if idempotent is None:
+            idempotent = method in ("GET", "HEAD", "OPTIONS")
+        return await self._call(
+            method, path, json, host=host, idempotent=idempotent, timeout=timeout, retry=retry
+        )
+
+    # the pipeline
+
+    async def _account_call(self, path: str, body: Mapping[str, Any]) -> Any:
+        """POST to the account host without auth (login and token refresh)."""
+        return await self._call(
+            "POST", path, body, host="account", idempotent=False, authenticate=False
+        )
+
+    def _secrets(self) -> tuple[str, ...]:
+        return secrets_of(self._shared.auth)
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        host: Host = "api",
+        idempotent: bool,
+        timeout: TimeoutArg | Literal["default"] = "default",
+        retry: RetryPolicy | None = None,
+        authenticate: bool = True,
+        retry_on_status: bool = True,
+    ) -> Any:
+        """Send one logical call through the pipeline and return the decoded JSON."""
+        self._check_usable()
+        task = asyncio.current_task()
+        shared = self._shared
+        if task is not None:
+            shared.active.add(task)
+        try:
+            return await self._attempts(
+                method,
+                path,
+                body,
+                host=host,
+                idempotent=idempotent,
+                timeout=self._timeout if timeout == "default" else _timeout(timeout),
+                policy=retry or self._retry,
+                authenticate=authenticate,
+                retry_on_status=retry_on_status,
+            )
+        except asyncio.CancelledError:
+            if shared.closed and task is not None and task.cancelling():
+                task.uncancel()
+                raise ClientClosedError(
+                    f"{method} {path} was cancelled because the client was closed"
+                ) from None
+            raise
+        finally:
+            if task is not None:
+                shared.active.discard(task)
+
+    async def _attempts(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        *,
+        host: Host,
+        idempotent: bool,
+        timeout: Timeout,
+        policy: RetryPolicy,
+        authenticate: bool,
+        retry_on_status: bool,
+    ) -> Any:
+        shared = self._shared
+        loop = asyncio.get_running_loop()
+        deadline = None if policy.timeout is None else loop.time() + policy.timeout
+        url = yarl.URL((self._account if host == "account" else self._base) + path)
+        content = None if body is None else orjson.dumps(body)
+        base_headers = self._headers if body is None else {**self._headers, **_JSON_HEADERS}
+        attempt = 0
+        renewed = False
+        while True:
+            attempt += 1
+            headers: Mapping[str, str] = base_headers
+            if authenticate:
+                headers = {**base_headers, **(await shared.auth.headers(self._account_call))}
+            request = Request(method, url, headers, content, _bounded(timeout, deadline, loop))
+            response: Response | None = None
+            failure: SvcError
+            if shared.pacer is not None:
+                await shared.pacer.acquire()
+            try:
+                response = await shared.transport.send(request)
+            except TransportError as exc:
+                failure = exc
+            finally:
+                rate = (
+                    shared.pacer.release(None if response is None else response.headers)
+                    if shared.pacer is not None
+                    else (None if response is None else parse_rate_limit(response.headers))
+                )
+            if rate is not None:
+                shared.rate_limit = rate
+            wait: float | None = None
+            if response is not None:
+                status = response.status
+                if logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("%s %s -> %d", method, redact_url(url), status)
+                if 200 <= status < 300:
+                    try:
+                        data = _decode(response)
+                    except ResponseDecodeError as exc:
+                        failure = exc
+                    else:
+                        shared.budget.record_success()
+                        return data
+                elif status == 401 and authenticate and not renewed:
+                    renewed = True
+                    if await shared.auth.renew(self._account_call, headers):
+                        attempt -= 1
+                        continue
+                    failure = self._api_error(response, method, url)
+                else:
+                    failure = self._api_error(response, method, url)
+                    if not retry_on_status or status not in policy.statuses:
+                        raise failure
+                    wait = server_wait(status, response.headers)
+                    if wait is not None and wait > policy.max_server_wait:
+                        raise self._api_error(response, method, url, as_rate_limit=True)
+            if not idempotent and not (response is not None and response.status == 429):
+                raise failure
+            if attempt >= policy.max_attempts:
+                raise failure
+            if wait is None:
+                wait = policy.backoff(attempt, shared.rng)
+            if deadline is not None and loop.time() + wait >= deadline:
+                raise failure
+            if not shared.budget.try_spend(timeout=isinstance(failure, RequestTimeout)):
+                logger.warning("retry budget exhausted; not retrying %s %s", method, path)
+                raise failure
+            logger.info(
+                "retrying %s %s (attempt %d of %d) after %s; waiting %.2fs",
+                method,
+                path,
+                attempt + 1,
+                policy.max_attempts,
+                _reason(failure),
+                wait,
+            )
+            await asyncio.sleep(wait)
+
+    def _api_error(
+        self, response: Response, method: str, url: yarl.URL, *, as_rate_limit: bool = False
+    ) -> SvcError:
+        body: Any
+        try:
+            body = orjson.loads(response.content) if response.content else None
+        except orjson.JSONDecodeError:
+            body = redact_text(response.text[:2000], self._secrets())
+        cls = RateLimitError if as_rate_limit else error_class_for(response.status)
+        error = cls(
+            response.status,
+            headers=response.headers,
+            body=body,
+            method=method,
+            url=redact_url(url),
+        )
+        if isinstance(error, RateLimitError):
+            error.retry_after = server_wait(response.status, response.headers)
+        return error
+
+
+def _bounded(timeout: Timeout, deadline: float | None, loop: asyncio.AbstractEventLoop) -> Timeout:
+    """Cap an attempt's total timeout so the call's deadline is never overshot."""
+    if deadline is None:
+        return timeout
+    left = max(0.001, deadline - loop.time())
+    if timeout.total is not None and timeout.total <= left:
+        return timeout
+    return attrs.evolve(timeout, total=left)
+
+
+def _decode(response: Response) -> Any:
+    if not response.content:
+        return None
+    try:
+        return orjson.loads(response.content)
+    except orjson.JSONDecodeError as exc:
+        snippet = redact_text(" ".join(response.text[:80].split()))
+        raise ResponseDecodeError(
+            f"HTTP {response.status} body is not valid JSON ({exc.msg}): {snippet!r}",
+            status=response.status,
+        ) from None
+
+
+def _reason(failure: SvcError) -> str:
+    status = getattr(failure, "status", None)
+    return f"HTTP {status}" if status is not None else type(failure).__name__
+
+
+def _auth_from(token: str | None) -> Auth:
+    token = token or os.environ.get("SVC_API_TOKEN")
+    if token:
+        return BearerAuth(token)
+    key_id, secret = os.environ.get("SVC_API_KEY_ID"), os.environ.get("SVC_API_KEY_SECRET")
+    if key_id and secret:
+        return ApiKeyAuth(key_id, secret)
+    raise ValueError(
+        "no credentials: pass token= or auth=, or set SVC_API_TOKEN"
+        " (or SVC_API_KEY_ID and SVC_API_KEY_SECRET)"
+    )

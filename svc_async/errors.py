@@ -1,0 +1,253 @@
+"""The exception hierarchy: everything the SDK raises on purpose derives from SvcError."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+if TYPE_CHECKING:
+    from .models import VerificationJob
+    from .transport import Request
+
+
+class SvcError(Exception):
+    """Root of every error the SDK raises on purpose."""
+
+
+class ClientClosedError(SvcError, RuntimeError):
+    """The client was used after ``aclose()`` (or outside ``async with``)."""
+
+
+class WrongEventLoopError(SvcError, RuntimeError):
+    """The client was used from an event loop other than the one it was opened in."""
+
+
+class TransportError(SvcError):
+    """The request did not get a complete HTTP response.
+
+    ``maybe_sent`` is False only when the request certainly never reached the server
+    (DNS failure, connection refused, connect timeout): only then is a re-POST safe.
+    """
+
+    maybe_sent: bool = True
+
+    def __init__(self, message: str, *, request: Request | None = None) -> None:
+        super().__init__(message)
+        self.request = request
+
+
+class ConnectError(TransportError):
+    """The connection could not be opened; the request never left."""
+
+    maybe_sent = False
+
+
+class ConnectionLostError(TransportError):
+    """The connection broke after the request may have been sent (reset, cut-off body)."""
+
+
+class RequestTimeout(TransportError):
+    """A connect, read or total timeout passed."""
+
+
+class ConnectTimeout(RequestTimeout, ConnectError):
+    """Opening the connection timed out; the request never left."""
+
+    maybe_sent = False
+
+
+class ResponseTooLargeError(TransportError):
+    """The response body (after decompression) exceeded the configured maximum."""
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class ValidationIssue:
+    """One item of the service's validation error list (400 responses)."""
+
+    code: str | None = None
+    message: str | None = None
+    path: list[str | int] = attrs.field(factory=list)
+    expected: Any = None
+    received: Any = None
+
+
+class APIError(SvcError):
+    """The service answered with a status other than 2xx.
+
+    Carries ``status``, ``headers``, the decoded ``body`` (or the raw text when it was not
+    JSON), and the service's ``error`` and ``message`` fields; validation failures have
+    their issues parsed into ``issues``.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        *,
+        headers: Mapping[str, str] | None = None,
+        body: Any = None,
+        method: str = "",
+        url: str = "",
+    ) -> None:
+        self.status = status
+        self.headers: Mapping[str, str] = headers or {}
+        self.body = body
+        self.method = method
+        self.url = url
+        self.error: str | None = None
+        self.message: str | None = None
+        self.issues: list[ValidationIssue] = []
+        if isinstance(body, dict):
+            err, msg = body.get("error"), body.get("message")
+            self.error = err if isinstance(err, str) else None
+            if isinstance(msg, str):
+                self.message = msg
+                self.issues = _parse_issues(msg)
+            elif isinstance(msg, list):
+                self.issues = _issues_from_list(msg)
+                self.message = "; ".join(i.message or "" for i in self.issues) or None
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        where = f" for {self.method} {self.url}" if self.method else ""
+        detail = self.message or self.error
+        if detail is None and isinstance(self.body, str) and self.body.strip():
+            text = " ".join(self.body.split())
+            detail = text[:120] + ("..." if len(text) > 120 else "")
+        return f"HTTP {self.status}{where}" + (f": {detail}" if detail else "")
+
+
+class RedirectError(APIError):
+    """The API answered with a redirect; API calls never follow them (credentials stay put)."""
+
+
+class BadRequestError(APIError):
+    """400: the service rejected the request body (see ``issues``)."""
+
+
+class AuthenticationError(APIError):
+    """401: missing, unknown or expired credentials."""
+
+
+class PermissionDeniedError(APIError):
+    """403: the account may not see this resource."""
+
+
+class SignedURLExpired(PermissionDeniedError):
+    """403 from a storage host: the signed link has expired; read the resource again."""
+
+
+class NotFoundError(APIError):
+    """404: no such resource, or not visible to this account."""
+
+
+class ConflictError(APIError):
+    """409."""
+
+
+class UnprocessableEntityError(APIError):
+    """422."""
+
+
+class RateLimitError(APIError):
+    """429, or a server-directed wait longer than the retry policy will sleep through.
+
+    ``retry_after`` is the number of seconds the server asked to wait, when known.
+    """
+
+    retry_after: float | None = None
+
+
+class ServerError(APIError):
+    """5xx."""
+
+
+_STATUS_ERRORS: dict[int, type[APIError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
+
+
+def error_class_for(status: int) -> type[APIError]:
+    """The APIError subclass that stands for ``status``."""
+    if status in _STATUS_ERRORS:
+        return _STATUS_ERRORS[status]
+    if 300 <= status < 400:
+        return RedirectError
+    if status >= 500:
+        return ServerError
+    return APIError
+
+
+class ResponseDecodeError(SvcError):
+    """A 2xx body was not JSON, or its JSON did not fit the model.
+
+    ``path`` names where in the document it went wrong, e.g.
+    ``$[3].soundRecording.songs[0].startTime``.
+    """
+
+    def __init__(self, message: str, *, path: str = "$", status: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.status = status
+
+
+class JobWaitTimeout(SvcError, TimeoutError):
+    """``jobs.wait`` ran out of time; ``job`` is the last snapshot seen (or None)."""
+
+    def __init__(self, message: str, *, job: VerificationJob | None = None) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+class AmbiguousCreateError(SvcError):
+    """A job create failed ambiguously and the SDK could not tell whether the job exists.
+
+    Search for ``tag`` later (``jobs.search(tags=[tag])``) to find it.
+    """
+
+    def __init__(self, message: str, *, tag: str) -> None:
+        super().__init__(message)
+        self.tag = tag
+
+
+class WebhookVerificationError(SvcError):
+    """A webhook delivery failed verification (wrong or missing shared secret)."""
+
+
+def _issues_from_list(items: list[Any]) -> list[ValidationIssue]:
+    issues = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        path = item.get("path")
+        issues.append(
+            ValidationIssue(
+                code=item.get("code") if isinstance(item.get("code"), str) else None,
+                message=item.get("message") if isinstance(item.get("message"), str) else None,
+                path=[p for p in path if isinstance(p, str | int)]
+                if isinstance(path, list)
+                else [],
+                expected=item.get("expected"),
+                received=item.get("received"),
+            )
+        )
+    return issues
+
+
+def _parse_issues(message: str) -> list[ValidationIssue]:
+    stripped = message.lstrip()
+    if not stripped.startswith("["):
+        return []
+    try:
+        items = orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return []
+    return _issues_from_list(items) if isinstance(items, list) else []

@@ -1,0 +1,66 @@
+"""One place that hides secrets: URLs, headers and free text all pass through here.
+
+Everything the SDK logs, puts in a repr or in an exception message goes through these
+helpers, so a bearer token, API-key secret, refresh token or the signature of a signed
+URL never reaches a log line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import yarl
+
+REDACTED = "[REDACTED]"
+
+_SENSITIVE_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"}
+)
+_SENSITIVE_HEADER_PARTS = ("token", "secret", "key", "auth", "signature", "password")
+_URL_RE = re.compile(r"(?i)\b(https?://[^\s'\"<>]+)")
+_BEARER_RE = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+")
+_JSON_SECRET_RE = re.compile(
+    r"""(?i)(["']?(?:secret|refreshToken|accessToken|token|key|password)["']?\s*[:=]\s*)"""
+    r"""(["'])[^"']*\2"""
+)
+
+
+def redact_url(url: str | yarl.URL) -> str:
+    """Return ``url`` with user info and every query value replaced.
+
+    API calls carry no query string, so any query present belongs to a signed link
+    (``X-Amz-Signature``, ``token``, ``t``, ...) and all its values are hidden; names stay
+    so that a reader still sees what kind of link it was.
+    """
+    try:
+        parsed = url if isinstance(url, yarl.URL) else yarl.URL(str(url))
+    except (ValueError, TypeError):
+        return REDACTED
+    if parsed.user is not None or parsed.password is not None:
+        parsed = parsed.with_user(None)
+    if not parsed.raw_query_string:
+        return str(parsed)
+    query = "&".join(f"{name}={REDACTED}" for name in parsed.query)
+    return str(parsed.with_query(None)) + "?" + query
+
+
+def is_sensitive_header(name: str) -> bool:
+    """Tell whether a header's value must never be shown."""
+    lowered = name.lower()
+    return lowered in _SENSITIVE_HEADERS or any(p in lowered for p in _SENSITIVE_HEADER_PARTS)
+
+
+def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """Copy ``headers`` with the values of credential-bearing headers hidden."""
+    return {k: (REDACTED if is_sensitive_header(k) else v) for k, v in headers.items()}
+
+
+def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """Hide URLs' query values, bearer tokens, JSON-ish secret fields and known secrets."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    text = _URL_RE.sub(lambda m: redact_url(m.group(1)), text)
+    text = _BEARER_RE.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    return _JSON_SECRET_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}{m.group(2)}", text)

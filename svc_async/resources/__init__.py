@@ -1,0 +1,1 @@
+"""Resource-scoped sub-clients: one module per resource of the interface."""

@@ -1,0 +1,54 @@
+"""Events: ``POST /api/public/v1/event`` with an optional limit/offset/organisation body."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import AsyncIterator
+from typing import Any
+
+from .. import _validate as v
+from ..converter import structure
+from ..models import Event
+from ..pagination import iter_offset
+from ..retry import RetryPolicy
+from ._base import Resource, TimeoutOpt
+
+PATH = "/api/public/v1/event"
+
+
+class Events(Resource):
+    """Events of the account's organisations, page by page or all at once."""
+
+    async def list(
+        self,
+        *,
+        organisation_id: int | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        timeout: TimeoutOpt = "default",
+        retry: RetryPolicy | None = None,
+    ) -> builtins.list[Event]:
+        """One page of events (the service's default page is 25, its maximum 100)."""
+        body: dict[str, Any] = {}
+        if limit is not None:
+            body["limit"] = v.count(limit, "limit", maximum=v.MAX_PAGE_SIZE)
+        if offset is not None:
+            body["offset"] = v.count(offset, "offset")
+        if organisation_id is not None:
+            body["organisationId"] = v.positive_id(organisation_id, "organisation_id")
+        data = await self._client._call(
+            "POST", PATH, body or None, idempotent=True, timeout=timeout, retry=retry
+        )
+        return structure(data, builtins.list[Event])
+
+    def iter(
+        self, *, organisation_id: int | None = None, page_size: int = v.MAX_PAGE_SIZE
+    ) -> AsyncIterator[Event]:
+        """Every event, fetched page by page until a short page; each event once."""
+        v.optional_id(organisation_id, "organisation_id")
+        size = v.count(page_size, "page_size", minimum=1, maximum=v.MAX_PAGE_SIZE)
+
+        async def page(limit: int, offset: int) -> builtins.list[Event]:
+            return await self.list(organisation_id=organisation_id, limit=limit, offset=offset)
+
+        return iter_offset(page, size)

@@ -1,0 +1,196 @@
+"""Verification jobs: create (exactly once), read, and search by tags."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import logging
+import uuid
+from typing import Any
+
+from .. import _validate as v
+from ..converter import structure, unstructure
+from ..errors import (
+    AmbiguousCreateError,
+    APIError,
+    ResponseDecodeError,
+    ServerError,
+    SvcError,
+    TransportError,
+)
+from ..models import JobRequest, JobSearchResults, VerificationJob
+from ..retry import RetryPolicy, parse_retry_after
+from ._base import Resource, TimeoutOpt
+
+logger = logging.getLogger("svc_async")
+
+CREATE_PATH = "/api/public/v1/verification-job"
+GET_PATH = "/api/public/v1/verification-job/{id}"
+SEARCH_PATH = "/api/public/v1/verification-job/search"
+
+CREATION_TAG_PREFIX = "svc-async-create:"
+"""Prefix of the unique tag added to each create, used to find a job after a lost answer."""
+
+_AMBIGUOUS_STATUSES = frozenset({500, 502, 504})
+
+
+def validate_request(request: JobRequest) -> None:
+    """Check a JobRequest before it is sent; raises ValueError/TypeError naming the field."""
+    if not isinstance(request, JobRequest):
+        raise TypeError(f"request must be a JobRequest, got {type(request).__name__}")
+    v.string(request.name, "request.name")
+    v.email(request.email, "request.email")
+    v.positive_id(request.organisation_id, "request.organisation_id")
+    v.http_url(request.audio_file_url, "request.audio_file_url")
+    v.country_codes(request.required_territories, "request.required_territories")
+    v.string(request.external_id, "request.external_id", allow_empty=True)
+    v.tags(request.tags, "request.tags")
+    for name in ("start_date", "end_date"):
+        value = getattr(request, name)
+        if not hasattr(value, "isoformat") or not hasattr(value, "year"):
+            raise TypeError(f"request.{name} must be a datetime.date")
+    if request.start_date > request.end_date:
+        raise ValueError("request.start_date must not be after request.end_date")
+    for i, details in enumerate(request.license_details):
+        where = f"request.license_details[{i}]"
+        v.string(details.license_source, f"{where}.license_source")
+        v.string(details.license_source_name, f"{where}.license_source_name", allow_empty=True)
+        for url in v.string_list(details.license_file_urls, f"{where}.license_file_urls"):
+            v.http_url(url, f"{where}.license_file_urls")
+
+
+class Jobs(Resource):
+    """Create verification jobs, read them, search them by tags, and wait for verdicts."""
+
+    async def create(
+        self,
+        request: JobRequest,
+        *,
+        timeout: TimeoutOpt = "default",
+        retry: RetryPolicy | None = None,
+        creation_tag: bool | None = None,
+    ) -> VerificationJob:
+        """Create a job exactly once, even when the service's answer is lost.
+
+        The service has no idempotency key, so each create carries a unique tag
+        (``svc-async-create:<uuid4 hex>``; turn off with ``creation_tag=False`` or
+        ``Client(creation_tags=False)``). The request is re-sent at once only when it
+        certainly never left; after an ambiguous failure the SDK searches for the tag
+        and re-sends only when no job carries it. ``AmbiguousCreateError`` (with the tag)
+        when it still cannot tell.
+        """
+        validate_request(request)
+        use_tag = self._client.creation_tags if creation_tag is None else creation_tag
+        body: dict[str, Any] = unstructure(request)
+        tag = f"{CREATION_TAG_PREFIX}{uuid.uuid4().hex}" if use_tag else None
+        if tag is not None:
+            body["tags"] = [*body["tags"], tag]
+        policy = retry or self._client._retry
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                data = await self._client._call(
+                    "POST",
+                    CREATE_PATH,
+                    body,
+                    idempotent=False,
+                    retry_on_status=False,
+                    timeout=timeout,
+                    retry=policy,
+                )
+                return structure(data, VerificationJob)
+            except TransportError as exc:
+                failure: SvcError = exc
+                ambiguous = exc.maybe_sent
+            except ServerError as exc:
+                failure = exc
+                retry_after = parse_retry_after(exc.headers.get("Retry-After"))
+                # A 503 with Retry-After is a refusal before processing; others may hide a job.
+                ambiguous = not (exc.status == 503 and retry_after is not None)
+            except ResponseDecodeError as exc:
+                failure, ambiguous = exc, True
+            if ambiguous:
+                if tag is None:
+                    raise failure
+                found = await self._find_created(tag, policy)
+                if found is not None:
+                    return found
+            if attempt >= policy.max_attempts:
+                if ambiguous and tag is not None:
+                    raise AmbiguousCreateError(
+                        f"could not tell whether the job was created ({failure});"
+                        f" search for tag {tag!r} later",
+                        tag=tag,
+                    ) from failure
+                raise failure
+            wait = policy.backoff(attempt)
+            if isinstance(failure, APIError):
+                wait = max(wait, parse_retry_after(failure.headers.get("Retry-After")) or 0.0)
+            logger.info(
+                "re-sending job create (attempt %d of %d) after %s",
+                attempt + 1,
+                policy.max_attempts,
+                type(failure).__name__,
+            )
+            await asyncio.sleep(wait)
+
+    async def _find_created(self, tag: str, policy: RetryPolicy) -> VerificationJob | None:
+        """Look for the job carrying ``tag``, a few times since the search index may lag."""
+        for look in range(1, policy.max_attempts + 1):
+            try:
+                page = await self.search(tags=[tag], limit=10)
+            except SvcError as exc:
+                logger.info("search for creation tag failed: %s", type(exc).__name__)
+            else:
+                if page.jobs:
+                    jobs = sorted(page.jobs, key=lambda job: job.id)
+                    if len(jobs) > 1:
+                        logger.warning(
+                            "job create produced %d jobs with tag %s: %s; returning %d",
+                            len(jobs),
+                            tag,
+                            [job.id for job in jobs],
+                            jobs[0].id,
+                        )
+                    return jobs[0]
+            if look < policy.max_attempts:
+                await asyncio.sleep(
+                    policy.backoff(look)
+                    if not policy.jitter
+                    else min(policy.wait_max, policy.wait_initial * 2 ** (look - 1))
+                )
+        return None
+
+    async def get(
+        self, job_id: int, *, timeout: TimeoutOpt = "default", retry: RetryPolicy | None = None
+    ) -> VerificationJob:
+        """One job in full, with its recording and licence data once processed."""
+        path = GET_PATH.format(id=v.positive_id(job_id, "job_id"))
+        data = await self._client._call("GET", path, idempotent=True, timeout=timeout, retry=retry)
+        return structure(data, VerificationJob)
+
+    async def search(
+        self,
+        *,
+        tags: builtins.list[str] | tuple[str, ...] = (),
+        statuses: builtins.list[str] | tuple[str, ...] = (),
+        org_id: int | None = None,
+        limit: int = 25,
+        offset: int = 0,
+        timeout: TimeoutOpt = "default",
+        retry: RetryPolicy | None = None,
+    ) -> JobSearchResults:
+        """One page of jobs carrying ALL ``tags`` (none: every job); ``count`` is the total."""
+        body: dict[str, Any] = {
+            "tags": v.tags(tags, "tags", maximum=v.MAX_SEARCH_TAGS),
+            "statuses": [str(s) for s in v.string_list(statuses, "statuses")],
+            "limit": v.count(limit, "limit", minimum=1, maximum=v.MAX_PAGE_SIZE),
+            "offset": v.count(offset, "offset"),
+        }
+        if org_id is not None:
+            body["orgId"] = v.positive_id(org_id, "org_id")
+        data = await self._client._call(
+            "POST", SEARCH_PATH, body, idempotent=True, timeout=timeout, retry=retry
+        )
+        return structure(data, JobSearchResults)

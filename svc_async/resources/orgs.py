@@ -1,0 +1,29 @@
+"""Organisations: ``GET /api/orgs/me`` on the account host."""
+
+from __future__ import annotations
+
+import builtins
+
+from ..converter import structure
+from ..models import Organisation
+from ..retry import RetryPolicy
+from ._base import Resource, TimeoutOpt
+
+PATH = "/api/orgs/me"
+
+
+class Orgs(Resource):
+    """The organisations the account can access, including child organisations."""
+
+    async def list(
+        self, *, timeout: TimeoutOpt = "default", retry: RetryPolicy | None = None
+    ) -> builtins.list[Organisation]:
+        """Every organisation the account can access."""
+        data = await self._client._call(
+            "GET", PATH, host="account", idempotent=True, timeout=timeout, retry=retry
+        )
+        return structure(data, builtins.list[Organisation])
+
+    async def children(self, parent_id: int | None = None) -> builtins.list[Organisation]:
+        """Organisations whose parent is ``parent_id`` (None: the root organisations)."""
+        return [o for o in await self.list() if o.parent_id == parent_id]

@@ -1,0 +1,23 @@
+"""Seasons: ``GET /api/public/v1/season``."""
+
+from __future__ import annotations
+
+import builtins
+
+from ..converter import structure
+from ..models import Season
+from ..retry import RetryPolicy
+from ._base import Resource, TimeoutOpt
+
+PATH = "/api/public/v1/season"
+
+
+class Seasons(Resource):
+    """All seasons the account can access, including child organisations' seasons."""
+
+    async def list(
+        self, *, timeout: TimeoutOpt = "default", retry: RetryPolicy | None = None
+    ) -> builtins.list[Season]:
+        """Every season the account can access."""
+        data = await self._client._call("GET", PATH, idempotent=True, timeout=timeout, retry=retry)
+        return structure(data, builtins.list[Season])

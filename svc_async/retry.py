@@ -1,0 +1,173 @@
+"""RetryPolicy: what is retried, how long to wait, and the client-wide retry budget.
+
+The arithmetic here is pure (no sleeping, no I/O); the client's send pipeline applies it.
+Vocabulary after hynek's stamina: attempts, timeout, wait_initial, wait_max, jitter.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import threading
+import time
+from collections.abc import Mapping
+
+import attrs
+
+RETRYABLE_STATUSES: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504})
+"""Statuses after which a request that is safe to repeat is sent again."""
+
+EPOCH_THRESHOLD = 1_000_000_000
+"""A reset or Retry-After value above this is an epoch time, not a number of seconds."""
+
+_testing = False
+
+
+def set_testing(enabled: bool) -> None:
+    """Zero every backoff wait (not the attempt counts): for your test suites."""
+    global _testing
+    _testing = enabled
+
+
+def is_testing() -> bool:
+    """Whether ``set_testing(True)`` is in force."""
+    return _testing
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class RetryPolicy:
+    """How a failed request is retried.
+
+    Backoff is exponential with full jitter: attempt ``n`` waits a random time in
+    ``[0, min(wait_max, wait_initial * wait_exp_base ** (n - 1))]``. ``timeout`` bounds
+    the whole call, retries and waits included. A server-directed wait (``Retry-After``,
+    or ``x-ratelimit-reset`` on 429) is honoured up to ``max_server_wait`` seconds; a
+    longer one is raised as ``RateLimitError`` instead of being slept through.
+    ``RetryPolicy(max_attempts=1)`` turns retries off.
+    """
+
+    max_attempts: int = 4
+    wait_initial: float = 0.5
+    wait_max: float = 8.0
+    wait_exp_base: float = 2.0
+    jitter: bool = True
+    timeout: float | None = 120.0
+    max_server_wait: float = 60.0
+    statuses: frozenset[int] = RETRYABLE_STATUSES
+
+    def __attrs_post_init__(self) -> None:
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
+            raise TypeError("max_attempts must be an int")
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if self.wait_initial < 0 or self.wait_max < 0 or self.wait_exp_base < 1:
+            raise ValueError("waits must be non-negative and wait_exp_base at least 1")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("timeout must be positive or None")
+
+    def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        if _testing:
+            return 0.0
+        ceiling = min(self.wait_max, self.wait_initial * self.wait_exp_base ** (attempt - 1))
+        if not self.jitter:
+            return ceiling
+        return (rng or random).uniform(0.0, ceiling)
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date.
+
+    Negative values and dates in the past give 0; garbage gives None.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if parsed is None:
+            return None
+        seconds = parsed.timestamp() - (time.time() if now is None else now)
+    else:
+        if seconds != seconds or seconds in (float("inf"), float("-inf")):
+            return None
+        if seconds > EPOCH_THRESHOLD:
+            seconds -= time.time() if now is None else now
+    return max(0.0, seconds)
+
+
+def parse_reset(value: str | None, now: float | None = None) -> float | None:
+    """Seconds until the rate window resets, from ``x-ratelimit-reset``.
+
+    The service sends seconds until reset (``60``); a value that looks like an epoch
+    time (above 10**9) is read as one. Negative or garbage values give None.
+    """
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    if seconds != seconds or seconds in (float("inf"), float("-inf")) or seconds < 0:
+        return None
+    if seconds > EPOCH_THRESHOLD:
+        seconds = max(0.0, seconds - (time.time() if now is None else now))
+    return seconds
+
+
+def server_wait(status: int, headers: Mapping[str, str]) -> float | None:
+    """The wait the server asked for: Retry-After, else on 429 the rate-limit reset."""
+    wait = parse_retry_after(headers.get("Retry-After"))
+    if wait is None and status == 429:
+        wait = parse_reset(headers.get("x-ratelimit-reset"))
+    return wait
+
+
+class RetryBudget:
+    """A token bucket shared by one client so an outage does not become a retry storm.
+
+    Each retry spends ``retry_cost`` tokens (``timeout_cost`` after a timeout), each
+    success returns ``refill`` tokens; with too few tokens a failure is raised at once.
+    """
+
+    def __init__(
+        self,
+        capacity: int = 500,
+        *,
+        retry_cost: int = 5,
+        timeout_cost: int = 10,
+        refill: int = 1,
+    ) -> None:
+        self.capacity = capacity
+        self.retry_cost = retry_cost
+        self.timeout_cost = timeout_cost
+        self.refill = refill
+        self._tokens = capacity
+        self._lock = threading.Lock()
+
+    @property
+    def tokens(self) -> int:
+        """Tokens left."""
+        return self._tokens
+
+    def try_spend(self, *, timeout: bool = False) -> bool:
+        """Take the cost of one retry; False when the budget cannot afford it."""
+        cost = self.timeout_cost if timeout else self.retry_cost
+        with self._lock:
+            if self._tokens < cost:
+                return False
+            self._tokens -= cost
+            return True
+
+    def record_success(self) -> None:
+        """Give back ``refill`` tokens, up to capacity."""
+        if self._tokens < self.capacity:
+            with self._lock:
+                self._tokens = min(self.capacity, self._tokens + self.refill)

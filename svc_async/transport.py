@@ -1,0 +1,339 @@
+"""The I/O edge: Request and Response values, the Transport protocol and two transports.
+
+A transport turns one ``Request`` into one ``Response`` and knows nothing of auth,
+retries or models. ``AiohttpTransport`` is the default; ``MockTransport`` calls a
+function instead of the network, for tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol, runtime_checkable
+
+import aiohttp
+import attrs
+import orjson
+import yarl
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from .errors import (
+    ConnectError,
+    ConnectionLostError,
+    ConnectTimeout,
+    RequestTimeout,
+    ResponseTooLargeError,
+    TransportError,
+)
+from .redact import redact_headers, redact_text, redact_url
+
+DEFAULT_MAX_BODY = 256 * 1024 * 1024
+"""Largest API response body accepted, after decompression (bytes)."""
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Timeout:
+    """Time limits for one HTTP exchange, in seconds (None: no limit).
+
+    ``connect`` covers opening the connection, ``read`` each wait for data, ``total``
+    the whole exchange including reading the body.
+    """
+
+    total: float | None = 30.0
+    connect: float | None = 10.0
+    read: float | None = None
+
+
+def _headers(value: Mapping[str, str] | None) -> CIMultiDictProxy[str]:
+    if isinstance(value, CIMultiDictProxy):
+        return value
+    return CIMultiDictProxy(CIMultiDict(value or {}))
+
+
+@attrs.frozen(slots=True, repr=False)
+class Request:
+    """One HTTP request, fully built: the only thing a transport receives."""
+
+    method: str
+    url: yarl.URL
+    headers: CIMultiDictProxy[str] = attrs.field(factory=dict, converter=_headers)
+    content: bytes | None = None
+    timeout: Timeout | None = None
+
+    def json(self) -> Any:
+        """The body decoded as JSON (None when there is no body)."""
+        return None if self.content is None else orjson.loads(self.content)
+
+    def __repr__(self) -> str:
+        return f"<Request {self.method} {redact_url(self.url)}>"
+
+    def describe(self) -> dict[str, Any]:
+        """A redacted, loggable view of the request."""
+        return {
+            "method": self.method,
+            "url": redact_url(self.url),
+            "headers": redact_headers(self.headers),
+        }
+
+
+@attrs.frozen(slots=True, repr=False)
+class Response:
+    """One complete HTTP response with its body in memory."""
+
+    status: int
+    headers: CIMultiDictProxy[str] = attrs.field(factory=dict, converter=_headers)
+    content: bytes = b""
+    request: Request | None = None
+
+    def json(self) -> Any:
+        """The body decoded as JSON (raises orjson.JSONDecodeError on bad input)."""
+        return orjson.loads(self.content)
+
+    @property
+    def text(self) -> str:
+        """The body decoded as UTF-8, with undecodable bytes replaced."""
+        return self.content.decode("utf-8", "replace")
+
+    def __repr__(self) -> str:
+        return f"<Response {self.status} {len(self.content)} bytes>"
+
+
+def json_response(
+    data: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> Response:
+    """Build a JSON ``Response``, for MockTransport handlers."""
+    merged = {"Content-Type": "application/json; charset=utf-8", **(headers or {})}
+    return Response(status=status, headers=merged, content=orjson.dumps(data))
+
+
+class StreamResponse(Protocol):
+    """A response whose body is read piece by piece (downloads)."""
+
+    status: int
+    headers: CIMultiDictProxy[str]
+
+    def iter_chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
+        """Yield the body in chunks of at most ``chunk_size`` bytes."""
+        ...
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """What the client needs from the network: send one request, and close."""
+
+    async def send(self, request: Request) -> Response:
+        """Send ``request`` and return the complete response (any status)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; the transport is not used afterwards."""
+        ...
+
+
+@runtime_checkable
+class StreamingTransport(Transport, Protocol):
+    """A transport that can also stream a response body (used by ``download``)."""
+
+    def stream(self, request: Request) -> AbstractAsyncContextManager[StreamResponse]:
+        """Open ``request`` and give the response with its body unread."""
+        ...
+
+
+@attrs.define(slots=True)
+class _AiohttpStream:
+    status: int
+    headers: CIMultiDictProxy[str]
+    _resp: aiohttp.ClientResponse
+
+    async def iter_chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
+        async for chunk in self._resp.content.iter_chunked(chunk_size):
+            yield chunk
+
+
+class AiohttpTransport:
+    """The default transport: one aiohttp ``ClientSession``, created lazily in the loop.
+
+    Pass ``session=`` to use a session of your own; it is then never closed here.
+    Redirects are never followed (a 3xx comes back as a response), so credentials are
+    never forwarded to another origin.
+    """
+
+    def __init__(
+        self,
+        *,
+        session: aiohttp.ClientSession | None = None,
+        limit: int = 100,
+        limit_per_host: int = 0,
+        keepalive_timeout: float = 15.0,
+        max_body_size: int = DEFAULT_MAX_BODY,
+        ssl: Any = True,
+    ) -> None:
+        if max_body_size <= 0:
+            raise ValueError("max_body_size must be positive")
+        self._session = session
+        self._owns_session = session is None
+        self._limit = limit
+        self._limit_per_host = limit_per_host
+        self._keepalive_timeout = keepalive_timeout
+        self._ssl = ssl
+        self.max_body_size = max_body_size
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<AiohttpTransport limit={self._limit} owns_session={self._owns_session}>"
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise TransportError("transport is closed")
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                limit=self._limit,
+                limit_per_host=self._limit_per_host,
+                keepalive_timeout=self._keepalive_timeout,
+                ssl=self._ssl,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector, skip_auto_headers=("User-Agent",), trust_env=False
+            )
+        return self._session
+
+    @staticmethod
+    def _client_timeout(timeout: Timeout | None) -> aiohttp.ClientTimeout:
+        t = timeout or Timeout()
+        return aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read)
+
+    async def send(self, request: Request) -> Response:
+        """Send ``request``; every aiohttp failure comes back as a redacted TransportError."""
+        session = self._get_session()
+        try:
+            async with session.request(
+                request.method,
+                request.url,
+                headers=request.headers,
+                data=request.content,
+                timeout=self._client_timeout(request.timeout),
+                allow_redirects=False,
+            ) as resp:
+                content = await self._read_body(resp)
+                return Response(status=resp.status, headers=resp.headers, content=content)
+        except TransportError:
+            raise
+        except Exception as exc:
+            raise _wrap_error(exc, request) from None
+
+    async def _read_body(self, resp: aiohttp.ClientResponse) -> bytes:
+        length = resp.content_length
+        encoded = "Content-Encoding" in resp.headers
+        if length is not None and not encoded:
+            if length > self.max_body_size:
+                raise ResponseTooLargeError(
+                    f"response body of {length} bytes exceeds max_body_size ({self.max_body_size})"
+                )
+            return await resp.read()
+        chunks: list[bytes] = []
+        total = 0
+        async for chunk in resp.content.iter_any():
+            total += len(chunk)
+            if total > self.max_body_size:
+                raise ResponseTooLargeError(
+                    f"response body exceeds max_body_size ({self.max_body_size} bytes)"
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    @asynccontextmanager
+    async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
+        """Open ``request`` and yield the response with its body unread."""
+        session = self._get_session()
+        try:
+            resp = await session.request(
+                request.method,
+                request.url,
+                headers=request.headers,
+                data=request.content,
+                timeout=self._client_timeout(request.timeout),
+                allow_redirects=False,
+            )
+        except Exception as exc:
+            raise _wrap_error(exc, request) from None
+        try:
+            yield _AiohttpStream(resp.status, resp.headers, resp)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _wrap_error(exc, request) from None
+        finally:
+            resp.release()
+
+    async def aclose(self) -> None:
+        """Close the session if this transport created it."""
+        self._closed = True
+        if self._session is not None and self._owns_session:
+            await self._session.close()
+        self._session = None
+
+
+def _wrap_error(exc: BaseException, request: Request) -> TransportError:
+    """Turn an aiohttp/OS error into ours, with URLs and headers redacted."""
+    where = f"{request.method} {redact_url(request.url)}"
+    detail = redact_text(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return ConnectTimeout(f"connect timeout on {where}", request=request)
+    if isinstance(exc, asyncio.TimeoutError):
+        return RequestTimeout(f"timeout on {where}", request=request)
+    if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ClientSSLError):
+        return ConnectError(f"cannot connect for {where}: {detail}", request=request)
+    if isinstance(exc, aiohttp.ClientError | OSError):
+        return ConnectionLostError(f"connection lost during {where}: {detail}", request=request)
+    return TransportError(f"{where} failed: {detail}", request=request)
+
+
+Handler = Callable[[Request], "Response | Awaitable[Response]"]
+
+
+@attrs.define(slots=True)
+class _MockStream:
+    status: int
+    headers: CIMultiDictProxy[str]
+    content: bytes
+
+    async def iter_chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
+        for start in range(0, len(self.content), chunk_size):
+            yield self.content[start : start + chunk_size]
+
+
+class MockTransport:
+    """A transport that calls ``handler(request)`` (sync or async) instead of the network.
+
+    Every request is recorded in ``requests``. A handler may raise a TransportError to
+    simulate network failures.
+    """
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.requests: list[Request] = []
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"<MockTransport requests={len(self.requests)}>"
+
+    async def send(self, request: Request) -> Response:
+        """Record ``request`` and answer with the handler's response."""
+        if self.closed:
+            raise TransportError("transport is closed")
+        self.requests.append(request)
+        result = self.handler(request)
+        if inspect.isawaitable(result):
+            result = await result
+        assert isinstance(result, Response), "MockTransport handler must return a Response"
+        return result if result.request is not None else attrs.evolve(result, request=request)
+
+    @asynccontextmanager
+    async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
+        """Answer like ``send`` and yield the body in chunks."""
+        response = await self.send(request)
+        yield _MockStream(response.status, response.headers, response.content)
+
+    async def aclose(self) -> None:
+        """Mark the transport closed."""
+        self.closed = True
