@@ -382,7 +382,7 @@ class Client:
                     if await shared.auth.renew(self._account_call, headers):
                         attempt -= 1
                         continue
-                    failure = self._api_error(response, method, url)
+                    raise self._api_error(response, method, url)
                 else:
                     failure = self._api_error(response, method, url)
                     if not retry_on_status or status not in policy.statuses:

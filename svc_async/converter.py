@@ -310,6 +310,17 @@ def _list_hook_factory(detailed: bool, conv: cattrs.Converter) -> Callable[[Any]
     return factory
 
 
+def _object_checked(hook: Callable[[Any, Any], T]) -> Callable[[Any, Any], T]:
+    """In the precise pass, say "expected an object" rather than a key error on a non-dict."""
+
+    def structure(value: Any, tp: Any) -> T:
+        if type(value) is not dict:
+            raise _LeafError(f"expected an object, got {_describe(value)}")
+        return hook(value, tp)
+
+    return structure
+
+
 def _exactly(expected: Any) -> Callable[[Any], bool]:
     return lambda tp: bool(tp == expected)
 
@@ -340,7 +351,8 @@ def _configure(conv: cattrs.Converter, detailed: bool) -> None:
         overrides: dict[str, Any] = {
             a.name: override(rename=json_name(a.name)) for a in attrs.fields(cls)
         }
-        conv.register_structure_hook(cls, make_dict_structure_fn(cls, conv, **overrides))
+        hook = make_dict_structure_fn(cls, conv, **overrides)
+        conv.register_structure_hook(cls, _object_checked(hook) if detailed else hook)
         conv.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, conv, **overrides))
 
 

@@ -1,0 +1,158 @@
+"""Auth kinds: static headers, and ApiKeyAuth's login, refresh and single flight."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
+
+from svc_async import (
+    ApiKeyAuth,
+    AuthenticationError,
+    BearerAuth,
+    Client,
+    HeaderAuth,
+    MockTransport,
+    Request,
+    Response,
+    json_response,
+)
+
+API = "https://verify.example"
+ACCOUNT = "https://account.example"
+
+
+class _Server:
+    """A tiny auth server: tokens expire on demand; refresh may be refused."""
+
+    def __init__(self, *, refuse_refresh: bool = False) -> None:
+        self.counter = itertools.count(1)
+        self.valid: set[str] = set()
+        self.refresh_tokens: set[str] = set()
+        self.refuse_refresh = refuse_refresh
+        self.logins = 0
+        self.refreshes = 0
+        self.failed_calls = 0
+
+    def _pair(self) -> dict[str, str]:
+        n = next(self.counter)
+        access, refresh = f"access-{n}", f"refresh-{n}"
+        self.valid.add(access)
+        self.refresh_tokens.add(refresh)
+        return {"accessToken": access, "refreshToken": refresh}
+
+    def expire_all(self) -> None:
+        self.valid.clear()
+
+    async def __call__(self, request: Request) -> Response:
+        await asyncio.sleep(0.001)
+        path = request.url.path
+        if path == "/api/auth/api-key/login":
+            assert str(request.url).startswith(ACCOUNT)
+            assert "Authorization" not in request.headers
+            if request.json() != {"key": "kid", "secret": "s3cret-value"}:
+                return json_response({"statusCode": 401, "error": "Unauthorized"}, status=401)
+            self.logins += 1
+            return json_response(self._pair())
+        if path == "/api/auth/access-token/refresh":
+            token = request.json()["refreshToken"]
+            if self.refuse_refresh or token not in self.refresh_tokens:
+                return json_response({"statusCode": 401, "error": "Unauthorized"}, status=401)
+            self.refresh_tokens.discard(token)
+            self.refreshes += 1
+            return json_response(self._pair())
+        bearer = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        if bearer not in self.valid:
+            self.failed_calls += 1
+            return json_response({"statusCode": 401, "error": "Unauthorized"}, status=401)
+        return json_response([])
+
+
+async def test_api_key_login_then_bearer() -> None:
+    server = _Server()
+    transport = MockTransport(server)
+    async with Client(
+        API, auth=ApiKeyAuth("kid", "s3cret-value"), account_url=ACCOUNT, transport=transport
+    ) as svc:
+        assert await svc.seasons.list() == []
+        assert await svc.seasons.list() == []
+    assert server.logins == 1
+    paths = [r.url.path for r in transport.requests]
+    assert paths == ["/api/auth/api-key/login", "/api/public/v1/season", "/api/public/v1/season"]
+    assert transport.requests[1].headers["Authorization"] == "Bearer access-1"
+
+
+async def test_expiry_during_concurrent_calls_refreshes_once() -> None:
+    server = _Server()
+    auth = ApiKeyAuth("kid", "s3cret-value")
+    transport = MockTransport(server)
+    async with Client(API, auth=auth, account_url=ACCOUNT, transport=transport) as svc:
+        await svc.seasons.list()
+        server.expire_all()
+        results = await asyncio.gather(*(svc.seasons.list() for _ in range(50)))
+    assert results == [[]] * 50
+    assert server.logins == 1 and server.refreshes == 1
+    assert auth.refreshes == 1
+
+
+async def test_refused_refresh_falls_back_to_login() -> None:
+    server = _Server(refuse_refresh=True)
+    transport = MockTransport(server)
+    async with Client(
+        API, auth=ApiKeyAuth("kid", "s3cret-value"), account_url=ACCOUNT, transport=transport
+    ) as svc:
+        await svc.seasons.list()
+        server.expire_all()
+        await asyncio.gather(*(svc.seasons.list() for _ in range(10)))
+    assert server.logins == 2 and server.refreshes == 0
+
+
+async def test_bad_key_raises_authentication_error() -> None:
+    transport = MockTransport(_Server())
+    auth = ApiKeyAuth("kid", "wrong-secret")
+    async with Client(API, auth=auth, account_url=ACCOUNT, transport=transport) as svc:
+        with pytest.raises(AuthenticationError) as info:
+            await svc.seasons.list()
+    assert "wrong-secret" not in str(info.value)
+
+
+async def test_static_token_401_is_not_replayed() -> None:
+    server = _Server()
+    transport = MockTransport(server)
+    async with Client(API, token="nope", transport=transport) as svc:
+        with pytest.raises(AuthenticationError):
+            await svc.seasons.list()
+    assert len(transport.requests) == 1
+
+
+async def test_header_auth() -> None:
+    seen: list[Any] = []
+
+    def handler(request: Request) -> Response:
+        seen.append(request.headers)
+        return json_response([])
+
+    async with Client(
+        API, auth=HeaderAuth("X-Api-Key", "k-123"), transport=MockTransport(handler)
+    ) as svc:
+        await svc.seasons.list()
+    assert seen[0]["X-Api-Key"] == "k-123" and "Authorization" not in seen[0]
+
+
+def test_reprs_hide_secrets() -> None:
+    auth = ApiKeyAuth("kid", "s3cret-value")
+    assert "s3cret-value" not in repr(auth) and "kid" in repr(auth)
+    assert "tok-abc" not in repr(BearerAuth("tok-abc"))
+    assert "k-123" not in repr(HeaderAuth("X-Api-Key", "k-123"))
+    client = Client(API, token="tok-abc", transport=MockTransport(lambda r: json_response([])))
+    assert "tok-abc" not in repr(client)
+
+
+@pytest.mark.parametrize(
+    ("args", "exc"), [(("", "s"), ValueError), (("k", ""), ValueError), ((1, "s"), ValueError)]
+)
+def test_api_key_auth_validates(args: Any, exc: type[Exception]) -> None:
+    with pytest.raises(exc):
+        ApiKeyAuth(*args)
