@@ -385,7 +385,8 @@ class Client:
                     raise self._api_error(response, method, url)
                 else:
                     failure = self._api_error(response, method, url)
-                    if not retry_on_status or status not in policy.statuses:
+                    # A 429 was refused before any processing, so even a create may repeat it.
+                    if status not in policy.statuses or (not retry_on_status and status != 429):
                         raise failure
                     wait = server_wait(status, response.headers)
                     if wait is not None and wait > policy.max_server_wait:

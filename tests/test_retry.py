@@ -1,0 +1,274 @@
+"""RetryPolicy in the pipeline: what is retried, how often, how long it waits."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+from typing import Any
+
+import pytest
+
+from svc_async import (
+    APIError,
+    Client,
+    ConnectError,
+    ConnectionLostError,
+    MockTransport,
+    RateLimitError,
+    Request,
+    RequestTimeout,
+    Response,
+    ResponseDecodeError,
+    RetryBudget,
+    RetryPolicy,
+    ServerError,
+    json_response,
+)
+from svc_async.retry import RETRYABLE_STATUSES, parse_reset, parse_retry_after
+
+from .conftest import load
+from .test_examples import example_request
+
+FAST = RetryPolicy(max_attempts=4, wait_initial=0.0, wait_max=0.0)
+NOW = 1_700_000_000.0
+
+
+class _Failing:
+    """Answers ``failures`` times with ``status`` (or raises ``exc``), then succeeds."""
+
+    def __init__(
+        self,
+        failures: int,
+        *,
+        status: int = 503,
+        exc: Exception | None = None,
+        headers: dict[str, str] | None = None,
+        answer: Any = None,
+    ) -> None:
+        self.failures = failures
+        self.status = status
+        self.exc = exc
+        self.headers = headers or {}
+        self.answer = [] if answer is None else answer
+        self.calls = 0
+
+    def __call__(self, request: Request) -> Response:
+        self.calls += 1
+        if self.calls <= self.failures:
+            if self.exc is not None:
+                raise self.exc
+            return Response(status=self.status, headers=self.headers, content=b"<html>oops</html>")
+        return json_response(self.answer)
+
+
+def _client(handler: Any, retry: RetryPolicy = FAST, **kw: Any) -> Client:
+    return Client(
+        "https://v.example", token="t", transport=MockTransport(handler), retry=retry, **kw
+    )
+
+
+@pytest.mark.parametrize("status", range(100, 600))
+async def test_status_matrix_reads(status: int) -> None:
+    handler = _Failing(1, status=status)
+    async with _client(handler) as svc:
+        if 200 <= status < 300:
+            # A 2xx with an HTML body is "not JSON": retried like a cut-off body.
+            assert await svc.seasons.list() == []
+            assert handler.calls == 2
+            return
+        if status in RETRYABLE_STATUSES:
+            assert await svc.seasons.list() == []
+            assert handler.calls == 2
+        else:
+            with pytest.raises(APIError) as info:
+                await svc.seasons.list()
+            assert info.value.status == status
+            assert handler.calls == 1
+
+
+@pytest.mark.parametrize("status", [s for s in range(300, 600) if s != 429])
+async def test_status_matrix_creates_never_blindly_repost(status: int) -> None:
+    handler = _Failing(1, status=status)
+    async with _client(handler, creation_tags=False) as svc:
+        with pytest.raises(APIError):
+            await svc.jobs.create(example_request())
+    assert handler.calls == 1
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3])
+@pytest.mark.parametrize(
+    "failure",
+    [
+        {"status": 502},
+        {"status": 429},
+        {"exc": ConnectionLostError("reset")},
+        {"exc": ConnectError("refused")},
+        {"exc": RequestTimeout("slow")},
+    ],
+)
+async def test_k_failures_give_k_plus_one_requests(k: int, failure: dict[str, Any]) -> None:
+    handler = _Failing(k, **failure)
+    async with _client(handler) as svc:
+        assert await svc.seasons.list() == []
+    assert handler.calls == k + 1
+
+
+async def test_attempts_are_bounded() -> None:
+    handler = _Failing(10, status=503)
+    async with _client(handler) as svc:
+        with pytest.raises(ServerError):
+            await svc.seasons.list()
+    assert handler.calls == FAST.max_attempts
+
+
+async def test_retries_off() -> None:
+    handler = _Failing(1, exc=ConnectionLostError("reset"))
+    async with _client(handler, retry=RetryPolicy(max_attempts=1)) as svc:
+        with pytest.raises(ConnectionLostError):
+            await svc.seasons.list()
+    assert handler.calls == 1
+
+
+async def test_per_call_policy_overrides_client_policy() -> None:
+    handler = _Failing(2, status=503)
+    async with _client(handler, retry=RetryPolicy(max_attempts=1)) as svc:
+        assert await svc.seasons.list(retry=FAST) == []
+    assert handler.calls == 3
+
+
+async def test_malformed_json_is_retried_for_reads_but_not_forever() -> None:
+    def handler(request: Request) -> Response:
+        return Response(status=200, content=b'[{"id": 1,')
+
+    async with _client(handler) as svc:
+        with pytest.raises(ResponseDecodeError):
+            await svc.seasons.list()
+
+
+def test_backoff_schedule_with_pinned_jitter() -> None:
+    policy = RetryPolicy(wait_initial=0.5, wait_max=8.0)
+    rng = random.Random(42)
+    got = [round(policy.backoff(n, rng), 6) for n in range(1, 7)]
+    check = random.Random(42)
+    ceilings = [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+    assert got == [round(check.uniform(0, c), 6) for c in ceilings]
+    assert all(0 <= g <= c for g, c in zip(got, ceilings, strict=True))
+    no_jitter = RetryPolicy(wait_initial=0.5, wait_max=8.0, jitter=False)
+    assert [no_jitter.backoff(n) for n in range(1, 7)] == ceilings
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("3", 3.0),
+        ("0", 0.0),
+        ("1.5", 1.5),
+        ("-5", 0.0),
+        ("86400", 86400.0),
+        (email.utils.formatdate(NOW + 30, usegmt=True), 30.0),
+        (email.utils.formatdate(NOW - 30, usegmt=True), 0.0),
+        (str(int(NOW + 12)), 12.0),  # an epoch time
+        ("soon", None),
+        ("", None),
+        (None, None),
+        ("nan", None),
+    ],
+)
+def test_retry_after_parsing(value: str | None, expected: float | None) -> None:
+    got = parse_retry_after(value, now=NOW)
+    assert got == pytest.approx(expected, abs=1.0) if expected is not None else got is None
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("60", 60.0), ("0", 0.0), ("-1", None), ("x", None), (str(int(NOW + 45)), 45.0), (None, None)],
+)
+def test_reset_parsing(value: str | None, expected: float | None) -> None:
+    got = parse_reset(value, now=NOW)
+    assert got == pytest.approx(expected, abs=1.0) if expected is not None else got is None
+
+
+async def test_retry_after_is_honoured() -> None:
+    handler = _Failing(1, status=503, headers={"Retry-After": "0.2"})
+    async with _client(handler) as svc:
+        start = time.monotonic()
+        await svc.seasons.list()
+        assert time.monotonic() - start >= 0.19
+
+
+async def test_429_waits_for_the_rate_limit_reset() -> None:
+    handler = _Failing(
+        1, status=429, headers={"x-ratelimit-reset": "0.2", "x-ratelimit-remaining": "0"}
+    )
+    async with _client(handler, rate_limit=False) as svc:
+        start = time.monotonic()
+        await svc.seasons.list()
+        assert time.monotonic() - start >= 0.19
+
+
+async def test_server_wait_beyond_the_cap_is_raised_not_slept() -> None:
+    handler = _Failing(1, status=429, headers={"Retry-After": "3600"})
+    async with _client(handler, retry=RetryPolicy(max_server_wait=10)) as svc:
+        start = time.monotonic()
+        with pytest.raises(RateLimitError) as info:
+            await svc.seasons.list()
+        assert time.monotonic() - start < 1
+    assert info.value.retry_after == pytest.approx(3600)
+    assert handler.calls == 1
+
+
+async def test_deadline_is_not_overshot_by_more_than_one_attempt_timeout() -> None:
+    async def slow(request: Request) -> Response:
+        assert request.timeout is not None and request.timeout.total is not None
+        await asyncio.sleep(min(request.timeout.total, 0.15))
+        raise RequestTimeout("read timeout")
+
+    policy = RetryPolicy(max_attempts=100, wait_initial=0.05, wait_max=0.05, timeout=0.5)
+    async with _client(slow, retry=policy) as svc:
+        start = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            await svc.seasons.list()
+        elapsed = time.monotonic() - start
+    assert 0.3 <= elapsed <= 0.5 + 0.15 + 0.05
+
+
+async def test_retry_budget_exhaustion_stops_retries() -> None:
+    budget = RetryBudget(capacity=10, retry_cost=5, refill=1)
+    handler = _Failing(100, status=503)
+    async with _client(handler, retry_budget=budget) as svc:
+        for _ in range(3):
+            with pytest.raises(ServerError):
+                await svc.seasons.list()
+    # 10 tokens pay for two retries in all: 3 calls give 3 + 2 requests, not 3 * 4.
+    assert handler.calls == 5
+    assert budget.tokens == 0
+
+
+async def test_successes_refill_the_budget() -> None:
+    budget = RetryBudget(capacity=10, retry_cost=5, refill=5)
+    assert budget.try_spend()
+    assert budget.tokens == 5
+    budget.record_success()
+    assert budget.tokens == 10
+    budget.record_success()
+    assert budget.tokens == 10
+
+
+async def test_retries_are_logged_without_secrets(caplog: pytest.LogCaptureFixture) -> None:
+    handler = _Failing(2, status=502, answer=load("get-verification-job.response.json"))
+    caplog.set_level(logging.DEBUG, logger="svc_async")
+    async with Client(
+        "https://v.example",
+        token="super-secret-token",
+        transport=MockTransport(handler),
+        retry=FAST,
+    ) as svc:
+        await svc.jobs.get(7)
+    retries = [r for r in caplog.records if "retrying" in r.getMessage()]
+    assert len(retries) == 2
+    assert "GET /api/public/v1/verification-job/7" in retries[0].getMessage()
+    assert "HTTP 502" in retries[0].getMessage()
+    assert all("super-secret-token" not in r.getMessage() for r in caplog.records)
