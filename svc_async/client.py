@@ -13,7 +13,7 @@ import os
 import random
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import IO, Any, Literal, Self
 
 import attrs
 import orjson
@@ -21,11 +21,13 @@ import yarl
 
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of
+from .downloads import DownloadResult, Progress, download
 from .errors import (
     ClientClosedError,
     RateLimitError,
     RequestTimeout,
     ResponseDecodeError,
+    ResponseTooLargeError,
     SvcError,
     TransportError,
     WrongEventLoopError,
@@ -240,6 +242,22 @@ class Client:
                     "this Client belongs to another event loop; create one client per loop"
                 )
 
+    async def download(
+        self,
+        url: str | yarl.URL,
+        destination: str | os.PathLike[str] | IO[bytes],
+        *,
+        progress: Progress | None = None,
+        timeout: Timeout | None = None,
+    ) -> DownloadResult:
+        """Stream a signed link (recording, licence file, logo) to a path or binary file.
+
+        The API's credentials go only to the API's own hosts; a path is written to a
+        temporary file and renamed into place when complete. A 403 from a storage host
+        raises ``SignedURLExpired``: read the resource again for a fresh link.
+        """
+        return await download(self, url, destination, progress=progress, timeout=timeout)
+
     # the escape hatch
 
     async def request(
@@ -354,6 +372,8 @@ class Client:
                 await shared.pacer.acquire()
             try:
                 response = await shared.transport.send(request)
+            except ResponseTooLargeError:
+                raise  # the same answer would be just as large next time
             except TransportError as exc:
                 failure = exc
             finally:
