@@ -34,7 +34,7 @@ json_leaf = st.one_of(
             "Completed",
             "\u0000",
             "\ud7ff\U0010ffff",
-            "２０２４-01-01",
+            "\uff12\uff10\uff12\uff14-01-01",
         ]
     ),
 )

@@ -161,21 +161,20 @@ def make_song(
 ) -> JSON:
     """A wire-format Song from catalogue metadata, checks and licence data."""
     song = {k: v for k, v in meta.items() if k != "length"}
-    song["startTime"] = start
     song["endTime"] = start + int(meta["length"])
-    song["manualStatus"] = None
-    song["licenseChecks"] = checks
-    song["licenseStatus"] = song_status(checks, source)
-    song["licenseData"] = {
+    song["startTime"] = start
+    ordered = {k: song[k] for k in ("title", "artists", "endTime", "startTime")}
+    ordered.update({k: v for k, v in song.items() if k not in ordered})
+    ordered["manualStatus"] = None
+    ordered["licenseStatus"] = song_status(checks, source)
+    ordered["licenseChecks"] = checks
+    ordered["licenseData"] = {
         "bespokeAgreement": None,
         "licenseSource": source,
         "svcLicense": svc_license,
         "externalLicense": external_license,
         "publicDomainProof": None,
     }
-    # Keep the service's key order: metadata first, status and licence last.
-    ordered = {k: song[k] for k in ("title", "artists", "endTime", "startTime")}
-    ordered.update({k: v for k, v in song.items() if k not in ordered})
     return ordered
 
 
