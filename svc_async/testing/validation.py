@@ -1,0 +1,245 @@
+"""Request-body validation with zod-style issues, as the service reports them.
+
+Each issue is ``{"code", "expected", "received", "path", "message"}`` for type errors;
+range errors carry ``minimum``/``maximum`` and string-format errors ``validation``
+instead of ``expected``/``received``, as zod does. A 400 body carries the issue list
+JSON-encoded in ``message``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from .clock import parse_timestamp
+
+JSON = dict[str, Any]
+Path = list[str | int]
+
+__all__ = ["Validator"]
+
+_COUNTRY = re.compile(r"^[A-Z]{2}$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_MISSING = object()
+
+
+def type_name(value: Any) -> str:
+    """The zod name of a JSON value's type."""
+    if value is _MISSING:
+        return "undefined"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+class Validator:
+    """Collects issues while reading fields of a JSON object body."""
+
+    def __init__(self, body: Any) -> None:
+        self.issues: list[JSON] = []
+        self.body: JSON = {}
+        if isinstance(body, dict):
+            self.body = body
+        else:
+            self.type_issue([], "object", body)
+
+    def type_issue(self, path: Path, expected: str, value: Any) -> None:
+        """Record an ``invalid_type`` issue."""
+        received = type_name(value)
+        message = "Required" if value is _MISSING else f"Expected {expected}, received {received}"
+        self.issues.append(
+            {
+                "code": "invalid_type",
+                "expected": expected,
+                "received": received,
+                "path": path,
+                "message": message,
+            }
+        )
+
+    def string_issue(self, path: Path, validation: str, message: str) -> None:
+        """Record an ``invalid_string`` issue (bad email, url, regex, datetime)."""
+        self.issues.append(
+            {"code": "invalid_string", "validation": validation, "path": path, "message": message}
+        )
+
+    def custom(self, path: Path, message: str) -> None:
+        """Record a ``custom`` issue."""
+        self.issues.append({"code": "custom", "path": path, "message": message})
+
+    def integer(
+        self,
+        name: str,
+        *,
+        required: bool = False,
+        minimum: int | None = None,
+        maximum: int | None = None,
+    ) -> int | None:
+        """Read an integer field, checking its range."""
+        value = self.body.get(name, _MISSING)
+        if value is _MISSING or (value is None and not required):
+            if required:
+                self.type_issue([name], "number", value)
+            return None
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            self.type_issue([name], "number", value)
+            return None
+        if isinstance(value, float) and not value.is_integer():
+            self.type_issue([name], "integer", value)
+            self.issues[-1]["received"] = "float"
+            self.issues[-1]["message"] = "Expected integer, received float"
+            return None
+        number = int(value)
+        if minimum is not None and number < minimum:
+            self.issues.append(
+                {
+                    "code": "too_small",
+                    "minimum": minimum,
+                    "type": "number",
+                    "inclusive": True,
+                    "exact": False,
+                    "path": [name],
+                    "message": f"Number must be greater than or equal to {minimum}",
+                }
+            )
+            return None
+        if maximum is not None and number > maximum:
+            self.issues.append(
+                {
+                    "code": "too_big",
+                    "maximum": maximum,
+                    "type": "number",
+                    "inclusive": True,
+                    "exact": False,
+                    "path": [name],
+                    "message": f"Number must be less than or equal to {maximum}",
+                }
+            )
+            return None
+        return number
+
+    def string(self, name: str, *, required: bool = False, nullable: bool = False) -> str | None:
+        """Read a string field."""
+        value = self.body.get(name, _MISSING)
+        if value is _MISSING:
+            if required:
+                self.type_issue([name], "string", value)
+            return None
+        if value is None and nullable:
+            return None
+        if not isinstance(value, str):
+            self.type_issue([name], "string", value)
+            return None
+        return value
+
+    def string_list(self, name: str, *, required: bool = False) -> list[str] | None:
+        """Read an array-of-strings field."""
+        value = self.body.get(name, _MISSING)
+        if value is _MISSING:
+            if required:
+                self.type_issue([name], "array", value)
+            return None
+        return self.strings_at([name], value)
+
+    def strings_at(self, path: Path, value: Any) -> list[str] | None:
+        """Check that ``value`` (at ``path``) is an array of strings."""
+        if not isinstance(value, list):
+            self.type_issue(path, "array", value)
+            return None
+        ok = True
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                self.type_issue([*path, i], "string", item)
+                ok = False
+        return list(value) if ok else None
+
+    def email(self, name: str) -> str | None:
+        """Read a required email field (must contain ``@`` with text either side)."""
+        value = self.string(name, required=True)
+        if value is not None and not re.fullmatch(r"[^@\s]+@[^@\s]+", value):
+            self.string_issue([name], "email", "Invalid email")
+            return None
+        return value
+
+    def url_at(self, path: Path, value: Any) -> str | None:
+        """Check that ``value`` is an http(s) URL string."""
+        if not isinstance(value, str):
+            self.type_issue(path, "string", _MISSING if value is _MISSING else value)
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            self.string_issue(path, "url", "Invalid url")
+            return None
+        return value
+
+    def url(self, name: str) -> str | None:
+        """Read a required http(s) URL field."""
+        return self.url_at([name], self.body.get(name, _MISSING))
+
+    def date(self, name: str) -> str | None:
+        """Read a required ``YYYY-MM-DD`` date field."""
+        value = self.string(name, required=True)
+        if value is None:
+            return None
+        if not _DATE.match(value) or parse_timestamp(value) is None:
+            self.string_issue([name], "regex", "Invalid date, expected YYYY-MM-DD")
+            return None
+        return value
+
+    def datetime(self, name: str) -> float | None:
+        """Read an optional ISO 8601 timestamp field."""
+        value = self.string(name)
+        if value is None:
+            return None
+        ts = parse_timestamp(value)
+        if ts is None or "T" not in value:
+            self.string_issue([name], "datetime", "Invalid datetime")
+            return None
+        return ts
+
+    def countries(self, name: str) -> list[str] | None:
+        """Read a required array of two-letter upper-case country codes."""
+        values = self.string_list(name, required=True)
+        if values is None:
+            return None
+        bad = [i for i, v in enumerate(values) if not _COUNTRY.match(v)]
+        for i in bad:
+            self.string_issue([name, i], "regex", "Invalid country code")
+        return None if bad else values
+
+    def objects(self, name: str) -> list[JSON] | None:
+        """Read an optional array of objects."""
+        value = self.body.get(name, _MISSING)
+        if value is _MISSING:
+            return None
+        if not isinstance(value, list):
+            self.type_issue([name], "array", value)
+            return None
+        ok = True
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                self.type_issue([name, i], "object", item)
+                ok = False
+        return list(value) if ok else None
+
+    def field_in(self, obj: JSON, path: Path, key: str, expected: str) -> Any:
+        """Read ``obj[key]`` (required) of type ``expected`` ("string" or "array")."""
+        value = obj.get(key, _MISSING)
+        if expected == "string" and not isinstance(value, str):
+            self.type_issue([*path, key], "string", value)
+            return None
+        if expected == "array":
+            if value is _MISSING:
+                self.type_issue([*path, key], "array", value)
+                return None
+            return self.strings_at([*path, key], value)
+        return value
