@@ -296,7 +296,7 @@ def _optional(hook: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 
 def _opt_str(value: Any, _: Any) -> str | None:
     if value is None or type(value) is str:
-        return value  # type: ignore[no-any-return]
+        return value
     raise _LeafError(f"expected a string or null, got {_describe(value)}")
 
 
