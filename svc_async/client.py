@@ -85,6 +85,7 @@ class _Shared:
     budget: RetryBudget
     rng: random.Random
     rate_limit: RateLimit | None = None
+    server_date: str | None = None
     closed: bool = False
     loop: asyncio.AbstractEventLoop | None = None
     active: set[asyncio.Task[Any]] = attrs.Factory(set)
@@ -197,6 +198,11 @@ class Client:
     def rate_limit(self) -> RateLimit | None:
         """The ``x-ratelimit-*`` headers of the last response that had them."""
         return self._shared.rate_limit
+
+    @property
+    def server_date(self) -> str | None:
+        """The ``Date`` header of the last response that had one (the server's clock)."""
+        return self._shared.server_date
 
     @property
     def base_url(self) -> str:
@@ -378,12 +384,17 @@ class Client:
                 failure = exc
             finally:
                 rate = (
-                    shared.pacer.release(None if response is None else response.headers)
+                    shared.pacer.release(
+                        None if response is None else response.headers,
+                        None if response is None else response.status,
+                    )
                     if shared.pacer is not None
                     else (None if response is None else parse_rate_limit(response.headers))
                 )
             if rate is not None:
                 shared.rate_limit = rate
+            if response is not None:
+                shared.server_date = response.headers.get("Date", shared.server_date)
             wait: float | None = None
             if response is not None:
                 status = response.status

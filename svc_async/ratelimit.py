@@ -11,11 +11,12 @@ whole budget without drawing a 429. Before the first response it assumes nothing
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Mapping
 
 from .models import RateLimit
-from .retry import parse_reset
+from .retry import parse_reset, parse_retry_after
 
 _MARGIN = 0.05
 """Seconds added after a reset time, to absorb rounding of the reset header."""
@@ -54,7 +55,7 @@ class Pacer:
     def __init__(self) -> None:
         self._limit: int | None = None
         self._remaining: int | None = None
-        self._window_end = 0.0
+        self._window_end = math.inf
         self._in_flight = 0
         self.waits = 0
         self.waited = 0.0
@@ -64,40 +65,52 @@ class Pacer:
 
     async def acquire(self) -> None:
         """Wait until a call fits in the budget, then count it as in flight."""
-        while True:
-            if self._remaining is None:
-                break
+        while self._remaining is not None:
             now = time.monotonic()
-            if now >= self._window_end and self._limit is not None:
+            if now >= self._window_end:
+                if self._limit is None:
+                    self._remaining = None  # no budget known: assume nothing
+                    break
                 # The window has reset: the whole budget is back, less the calls in flight.
                 self._remaining = max(0, self._limit - self._in_flight)
-                self._window_end = float("inf")
+                self._window_end = math.inf
             if self._remaining > 0:
                 self._remaining -= 1
                 break
-            if self._window_end == float("inf") and self._in_flight == 0:
-                break  # no reset time known and nothing in flight to learn one from
-            delay = self._window_end - now if self._window_end != float("inf") else 0.05
+            if self._window_end == math.inf:
+                if self._in_flight == 0:
+                    break  # no reset time known and nothing in flight to learn one from
+                delay = 0.05
+            else:
+                delay = self._window_end - now
             self.waits += 1
             self.waited += delay
             await asyncio.sleep(delay)
         self._in_flight += 1
 
-    def release(self, headers: Mapping[str, str] | None) -> RateLimit | None:
+    def release(
+        self, headers: Mapping[str, str] | None, status: int | None = None
+    ) -> RateLimit | None:
         """Count the call as done and learn from its headers (None: no response came)."""
         self._in_flight -= 1
         rate = parse_rate_limit(headers) if headers is not None else None
         if rate is None or rate.remaining is None:
             return rate
+        assert headers is not None
         if rate.limit is not None:
             self._limit = rate.limit
-        end = time.monotonic() + (rate.reset or 0.0) + _MARGIN
+        reset = rate.reset
+        if status == 429:
+            # Retry-After is the server's most specific word on when to call again.
+            retry_after = parse_retry_after(headers.get("Retry-After"))
+            if retry_after is not None:
+                reset = retry_after if reset is None else min(reset, retry_after)
+        end = time.monotonic() + reset + _MARGIN if reset is not None else math.inf
         if self._remaining is None or rate.remaining > self._remaining + self._in_flight:
             # First answer, or the server's window reset before ours did.
             self._remaining = max(0, rate.remaining - self._in_flight)
-            self._window_end = end if rate.reset is not None else float("inf")
+            self._window_end = end
         else:
             self._remaining = min(self._remaining, rate.remaining)
-            if rate.reset is not None:
-                self._window_end = min(self._window_end, end)
+            self._window_end = min(self._window_end, end)
         return rate

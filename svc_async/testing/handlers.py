@@ -277,10 +277,10 @@ class ServiceCore:
             headers = {
                 **base_headers,
                 "Content-Type": "application/json; charset=utf-8",
-                "Retry-After": _seconds(math.ceil(wait)),
+                "Retry-After": _seconds(wait),
                 "x-ratelimit-limit": str(limit),
                 "x-ratelimit-remaining": "0",
-                "x-ratelimit-reset": _seconds(math.ceil(wait)),
+                "x-ratelimit-reset": _seconds(wait),
             }
             body = orjson.dumps(error_body(429, "ThrottlerException: Too Many Requests"))
             return Outcome(status=429, headers=headers, body=body)
