@@ -251,7 +251,7 @@ def _unstructure_license_checks(checks: m.LicenseChecks) -> dict[str, Any]:
 
 
 def _job_search_results(conv: cattrs.Converter) -> Callable[[Any, Any], m.JobSearchResults]:
-    jobs_hook = conv.get_structure_hook(list[m.VerificationJob])
+    jobs_type = list[m.VerificationJob]
 
     def structure(value: Any, _: Any) -> m.JobSearchResults:
         if type(value) is not dict:
@@ -259,7 +259,7 @@ def _job_search_results(conv: cattrs.Converter) -> Callable[[Any, Any], m.JobSea
         # The examples call the list "jobs"; the published type definitions call it "results".
         key = "jobs" if "jobs" in value or "results" not in value else "results"
         try:
-            jobs = jobs_hook(value.get(key, []), list[m.VerificationJob])
+            jobs = conv.structure(value.get(key, []), jobs_type)
         except Exception as exc:
             raise _Nested(f".{key}", exc) from None
         count = value.get("count", len(jobs))
@@ -399,14 +399,35 @@ def _configure(conv: cattrs.Converter, detailed: bool) -> None:
     conv.register_unstructure_hook(dt.datetime, format_timestamp)
     conv.register_unstructure_hook(dt.date, lambda d: d.isoformat())
     conv.register_unstructure_hook(m.LicenseChecks, _unstructure_license_checks)
-    for cls in _MODELS:
-        overrides: dict[str, Any] = {
-            a.name: override(rename=json_name(a.name)) for a in attrs.fields(cls)
-        }
-        hook = make_dict_structure_fn(cls, conv, **overrides)
-        conv.register_structure_hook(cls, _object_checked(hook) if detailed else hook)
-        conv.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, conv, **overrides))
+    # Hooks for the models are generated on first use, not at import: most programs
+    # touch a few models, and generating all of them would double the import time.
+    conv.register_structure_hook_factory(
+        _MODEL_SET.__contains__, _structure_factory(conv, detailed)
+    )
+    conv.register_unstructure_hook_factory(_MODEL_SET.__contains__, _unstructure_factory(conv))
     conv.register_structure_hook(m.JobSearchResults, _job_search_results(conv))
+
+
+_MODEL_SET = frozenset(_MODELS)
+
+
+def _renames(cls: type) -> dict[str, Any]:
+    return {a.name: override(rename=json_name(a.name)) for a in attrs.fields(cls)}
+
+
+def _structure_factory(conv: cattrs.Converter, detailed: bool) -> Callable[[Any], Any]:
+    def factory(cls: Any) -> Callable[[Any, Any], Any]:
+        hook = make_dict_structure_fn(cls, conv, **_renames(cls))
+        return _object_checked(hook) if detailed else hook
+
+    return factory
+
+
+def _unstructure_factory(conv: cattrs.Converter) -> Callable[[Any], Any]:
+    def factory(cls: Any) -> Callable[[Any], Any]:
+        return make_dict_unstructure_fn(cls, conv, **_renames(cls))
+
+    return factory
 
 
 def _make(detailed: bool) -> cattrs.Converter:
@@ -419,10 +440,6 @@ converter = _make(detailed=False)
 """The converter used for every response (fast path, no per-attribute error notes)."""
 
 _precise = _make(detailed=True)
-
-_JSON_KEYS: dict[type, dict[str, str]] = {
-    cls: {a.name: json_name(a.name) for a in attrs.fields(cls)} for cls in _MODELS
-}
 
 
 def structure(data: Any, tp: type[T] | Any, *, status: int | None = None) -> T:
@@ -459,8 +476,7 @@ def _locate(exc: BaseException, path: str = "$") -> tuple[str, str]:
         child = exc.exceptions[0]
         for note in getattr(child, "__notes__", ()):
             if isinstance(note, AttributeValidationNote):
-                keys = _JSON_KEYS.get(exc.cl, {}) if isinstance(exc, ClassValidationError) else {}
-                return _locate(child, f"{path}.{keys.get(note.name, note.name)}")
+                return _locate(child, f"{path}.{json_name(note.name)}")
             if isinstance(note, IterableValidationNote):
                 return _locate(child, f"{path}[{note.index}]")
         return _locate(child, path)
