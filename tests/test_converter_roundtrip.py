@@ -1,0 +1,131 @@
+"""Converter round trips: any model -> JSON -> the same model."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from svc_async import models as m
+from svc_async.converter import format_timestamp, parse_timestamp, structure, unstructure
+
+text = st.text(max_size=12)
+opt_text = st.none() | text
+timestamps = st.datetimes(
+    min_value=dt.datetime(1970, 1, 2), max_value=dt.datetime(2100, 1, 1), timezones=st.just(dt.UTC)
+).map(lambda d: d.replace(microsecond=d.microsecond // 1000 * 1000))
+ids = st.integers(min_value=1, max_value=2**53)
+
+
+def open_enum(enum: Any) -> st.SearchStrategy[Any]:
+    return st.sampled_from(list(enum)) | st.text(min_size=1, max_size=10)
+
+
+checks = st.builds(
+    m.LicenseChecks,
+    **{name: st.none() | open_enum(m.CheckResult) for name in m.LICENSE_CHECK_NAMES.values()},
+    territory_match=st.none()
+    | st.dictionaries(st.sampled_from(["US", "GB", "IE"]), open_enum(m.CheckResult)),
+    extra=st.dictionaries(
+        st.sampled_from(["Sync Rights", "Other Check"]), st.sampled_from(["Accepted", "Rejected"])
+    ),
+)
+license_data = st.builds(
+    m.LicenseData,
+    license_source=st.none() | open_enum(m.LicenseSource),
+    bespoke_agreement=st.none() | st.dictionaries(text, st.integers(-(2**31), 2**31), max_size=2),
+    svc_license=st.none()
+    | st.builds(
+        m.SvcLicense,
+        ref=text,
+        date_purchased=st.none() | timestamps,
+        valid_to=st.none() | timestamps,
+        download_url=opt_text,
+        rights=st.lists(st.builds(m.LicenseRight, name=text, variant=opt_text), max_size=2),
+        territories=st.lists(st.sampled_from(["US", "GB"]), max_size=2),
+    ),
+    external_license=st.none()
+    | st.builds(
+        m.ExternalLicense,
+        id=ids,
+        source_name=opt_text,
+        files=st.lists(st.builds(m.ExternalLicenseFile, id=ids, download_url=text), max_size=2),
+    ),
+)
+songs = st.builds(
+    m.Song,
+    title=text,
+    artists=text,
+    start_time=st.floats(min_value=0, max_value=1e6),
+    end_time=st.floats(min_value=0, max_value=1e6),
+    license_status=open_enum(m.LicenseStatus),
+    license_checks=checks,
+    license_data=license_data,
+    svc_mix_id=opt_text,
+    year_of_release=st.none() | st.integers(min_value=1900, max_value=2100),
+)
+recordings = st.builds(
+    m.SoundRecording,
+    created_at=timestamps,
+    updated_at=timestamps,
+    download_url=text,
+    upload_file_name=text,
+    license_status=open_enum(m.LicenseStatus),
+    status=open_enum(m.RecordingStatus),
+    songs_confirmed_at=st.none() | timestamps,
+    songs=st.lists(songs, max_size=3),
+)
+entries = st.builds(
+    m.Entry,
+    id=ids,
+    name=text,
+    email=opt_text,
+    fields=st.lists(
+        st.builds(
+            m.EntryField,
+            signup_field_id=ids,
+            value=st.none() | text | st.lists(text, max_size=2),
+            key=opt_text,
+        ),
+        max_size=3,
+    ),
+    sound_recording=st.none() | recordings,
+)
+jobs = st.builds(
+    m.VerificationJob,
+    id=ids,
+    organisation_id=ids,
+    status=open_enum(m.JobStatus),
+    email=opt_text,
+    external_id=opt_text,
+    tags=st.lists(text, max_size=3),
+    start_date=st.none() | timestamps,
+    recording=st.none() | recordings,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(entries=st.lists(entries, max_size=3))
+def test_entries_round_trip(entries: list[m.Entry]) -> None:
+    wire = orjson.loads(orjson.dumps(unstructure(entries)))
+    assert structure(wire, list[m.Entry]) == entries
+
+
+@settings(max_examples=60, deadline=None)
+@given(job=jobs)
+def test_jobs_round_trip(job: m.VerificationJob) -> None:
+    wire = orjson.loads(orjson.dumps(unstructure(job)))
+    assert structure(wire, m.VerificationJob) == job
+
+
+@given(moment=timestamps, offset=st.integers(min_value=-14 * 60, max_value=14 * 60))
+def test_timestamps_any_offset_in_utc_milliseconds_out(moment: dt.datetime, offset: int) -> None:
+    local = moment.astimezone(dt.timezone(dt.timedelta(minutes=offset)))
+    text = format_timestamp(local)
+    assert text.endswith("Z")
+    assert len(text) == len("2024-10-17T14:41:56.000Z")
+    assert parse_timestamp(text) == moment
+    assert parse_timestamp(local.isoformat()) == moment
