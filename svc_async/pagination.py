@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
+from contextlib import aclosing
 from typing import Protocol, TypeVar
 
 logger = logging.getLogger("svc_async")
@@ -39,7 +40,7 @@ RESCANS = 1
 
 async def iter_offset(
     fetch: Callable[[int, int], Awaitable[list[T]]], page_size: int
-) -> AsyncIterator[T]:
+) -> AsyncGenerator[T, None]:
     """Yield every item of ``fetch(limit, offset)`` pages until a short page.
 
     Items already yielded (same id) are skipped: when items are added while paging, an
@@ -62,7 +63,7 @@ async def iter_counted(
     fetch: Callable[[int, int], Awaitable[CountedPage[T]]],
     page_size: int,
     concurrency: int,
-) -> AsyncIterator[T]:
+) -> AsyncGenerator[T, None]:
     """Yield every item of a counted listing once, reading pages concurrently.
 
     ``fetch(limit, offset)`` returns ``(items, count)``. The first page is read alone;
@@ -78,42 +79,52 @@ async def iter_counted(
       are dropped, and pages past the first ``count`` are read (until a short page)
       while the latest ``count`` says more items exist than were read.
     * Items removed (or no longer matching) while paging shift later items to earlier
-      offsets, which can hide an item from every page read. When fewer distinct items
-      were seen than the latest ``count``, the listing is read once more from the start
-      (``RESCANS``) and only unseen items are yielded.
+      offsets, which can hide an item from every page read. When a page reports a
+      smaller ``count`` than an earlier one, or fewer distinct items were seen than the
+      latest ``count``, the listing is read once more from the start (``RESCANS``) and
+      only unseen items are yielded. A removal exactly balanced by an addition between
+      two page reads leaves ``count`` unchanged and cannot be detected this way.
     """
     seen: set[int] = set()
     items, count = await fetch(page_size, 0)
+    shrunk = False  # a later page reported fewer matches than an earlier one
     for item in _fresh(items, seen):
         yield item
     last_full = len(items) == page_size
     offset = page_size
     # The pages the first count announces, read concurrently and yielded in order.
     end = _page_end(count, page_size)
-    async for items, count in _in_order(fetch, page_size, range(offset, end, page_size), concurrency):
-        for item in _fresh(items, seen):
-            yield item
-        last_full = len(items) == page_size
-        offset += page_size
+    announced = range(offset, end, page_size)
+    async with aclosing(_in_order(fetch, page_size, announced, concurrency)) as pages:
+        async for items, latest in pages:
+            shrunk, count = shrunk or latest < count, latest
+            for item in _fresh(items, seen):
+                yield item
+            last_full = len(items) == page_size
+            offset += page_size
     # The tail: items were added (or shifted) beyond the first count's last page.
     while last_full and offset < count:
-        items, count = await fetch(page_size, offset)
+        items, latest = await fetch(page_size, offset)
+        shrunk, count = shrunk or latest < count, latest
         for item in _fresh(items, seen):
             yield item
         last_full = len(items) == page_size
         offset += page_size
     for _ in range(RESCANS):
-        if len(seen) >= count:
+        if not shrunk and len(seen) >= count:
             return
         logger.info(
-            "listing shifted while paging (%d seen, %d reported); reading it again",
+            "listing changed while paging (%d seen, %d reported); reading it again",
             len(seen),
             count,
         )
+        shrunk = False
         offsets = range(0, _page_end(count, page_size), page_size)
-        async for items, count in _in_order(fetch, page_size, offsets, concurrency):
-            for item in _fresh(items, seen):
-                yield item
+        async with aclosing(_in_order(fetch, page_size, offsets, concurrency)) as pages:
+            async for items, latest in pages:
+                count = latest
+                for item in _fresh(items, seen):
+                    yield item
 
 
 def _page_end(count: int, page_size: int) -> int:
@@ -134,7 +145,7 @@ async def _in_order(
     page_size: int,
     offsets: Iterable[int],
     concurrency: int,
-) -> AsyncIterator[CountedPage[T]]:
+) -> AsyncGenerator[CountedPage[T], None]:
     """Fetch ``offsets`` with at most ``concurrency`` in flight; yield pages in order.
 
     The first failure is raised (in order); leaving early cancels the pages in flight.

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any
 
 from .. import _validate as v
+from ..bulk import EntryBatch, Progress, entry_batches
 from ..converter import format_timestamp, structure
 from ..models import Entry
 from ..retry import RetryPolicy
+from ..sync import DEFAULT_MARGIN, SyncResult, SyncState, sync_entries
 from ._base import Resource, TimeoutOpt
 
 EVENT_PATH = "/api/public/v1/event/{id}/entries"
@@ -76,3 +78,73 @@ class Entries(Resource):
             "POST", path, body, idempotent=True, timeout=timeout, retry=retry
         )
         return parse_entries(data)
+
+    def for_events(
+        self,
+        event_ids: Iterable[int],
+        *,
+        concurrency: int = 8,
+        updated_after: dt.datetime | None = None,
+        fields: Iterable[Mapping[str, Any]] | None = None,
+        raise_on_error: bool = False,
+        progress: Progress | None = None,
+    ) -> AsyncGenerator[EntryBatch, None]:
+        """Entries of many events, at most ``concurrency`` requests at a time.
+
+        Yields one ``EntryBatch`` per event (``batch.event_id``, ``batch.entries`` or
+        ``batch.error``) as each completes, so not in input order. Ids are checked now
+        (positive ints; duplicates dropped). One event's failure is reported in its
+        batch and the others go on; ``raise_on_error=True`` raises it instead and cancels
+        the rest. ``progress(done, total)`` is called as each event finishes. Leaving the
+        loop early cancels the requests in flight; use ``contextlib.aclosing`` to have
+        that happen at once rather than when the generator is garbage-collected.
+        """
+        return entry_batches(
+            self,
+            "event",
+            event_ids,
+            concurrency=concurrency,
+            updated_after=updated_after,
+            fields=fields,
+            raise_on_error=raise_on_error,
+            progress=progress,
+        )
+
+    def for_seasons(
+        self,
+        season_ids: Iterable[int],
+        *,
+        concurrency: int = 8,
+        updated_after: dt.datetime | None = None,
+        fields: Iterable[Mapping[str, Any]] | None = None,
+        raise_on_error: bool = False,
+        progress: Progress | None = None,
+    ) -> AsyncGenerator[EntryBatch, None]:
+        """Entries of many seasons, as ``for_events`` (batches carry ``season_id``)."""
+        return entry_batches(
+            self,
+            "season",
+            season_ids,
+            concurrency=concurrency,
+            updated_after=updated_after,
+            fields=fields,
+            raise_on_error=raise_on_error,
+            progress=progress,
+        )
+
+    async def sync(
+        self,
+        event_ids: Iterable[int],
+        state: SyncState | None = None,
+        *,
+        concurrency: int = 8,
+        margin: dt.timedelta = DEFAULT_MARGIN,
+    ) -> SyncResult:
+        """What changed in ``event_ids`` since the run that produced ``state``.
+
+        ``state`` None fetches everything. Returns the new or updated entries per event
+        and the next ``state`` (``state.to_json()`` / ``SyncState.from_json``).
+        Watermarks come from the server's ``Date`` header minus ``margin``, never the
+        local clock; see ``svc_async.sync``.
+        """
+        return await sync_entries(self, event_ids, state, concurrency=concurrency, margin=margin)
