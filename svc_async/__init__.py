@@ -2,6 +2,7 @@
 
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, HeaderAuth
+from .bulk import EntryBatch
 from .client import Client
 from .errors import (
     AmbiguousCreateError,
@@ -58,8 +59,10 @@ from .models import (
     SvcLicense,
     VerificationJob,
 )
+from .polling import PollPolicy
 from .ratelimit import Pacer
 from .retry import RetryBudget, RetryPolicy
+from .sync import EventCursor, SyncResult, SyncState
 from .transport import (
     AiohttpTransport,
     MockTransport,
@@ -69,6 +72,7 @@ from .transport import (
     Transport,
     json_response,
 )
+from .webhooks import JobStatusUpdate, WebhookPayloadError, WebhookReceiver
 
 __all__ = [
     "APIError",
@@ -87,14 +91,17 @@ __all__ = [
     "ConnectTimeout",
     "ConnectionLostError",
     "Entry",
+    "EntryBatch",
     "EntryField",
     "Event",
+    "EventCursor",
     "ExternalLicense",
     "ExternalLicenseFile",
     "HeaderAuth",
     "JobRequest",
     "JobSearchResults",
     "JobStatus",
+    "JobStatusUpdate",
     "JobWaitTimeout",
     "LicenseChecks",
     "LicenseData",
@@ -108,6 +115,7 @@ __all__ = [
     "Organisation",
     "Pacer",
     "PermissionDeniedError",
+    "PollPolicy",
     "RateLimit",
     "RateLimitError",
     "RecordingStatus",
@@ -128,12 +136,16 @@ __all__ = [
     "SoundRecording",
     "SvcError",
     "SvcLicense",
+    "SyncResult",
+    "SyncState",
     "Timeout",
     "Transport",
     "TransportError",
     "UnprocessableEntityError",
     "ValidationIssue",
     "VerificationJob",
+    "WebhookPayloadError",
+    "WebhookReceiver",
     "WebhookVerificationError",
     "WrongEventLoopError",
     "__version__",

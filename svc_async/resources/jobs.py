@@ -6,9 +6,11 @@ import asyncio
 import builtins
 import logging
 import uuid
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from .. import _validate as v
+from .. import polling as _polling
 from ..converter import structure, unstructure
 from ..errors import (
     AmbiguousCreateError,
@@ -19,6 +21,8 @@ from ..errors import (
     TransportError,
 )
 from ..models import JobRequest, JobSearchResults, VerificationJob
+from ..pagination import iter_counted
+from ..polling import JobIds, OnStatus, PollPolicy
 from ..retry import RetryPolicy, parse_retry_after
 from ._base import Resource, TimeoutOpt
 
@@ -194,3 +198,87 @@ class Jobs(Resource):
             "POST", SEARCH_PATH, body, idempotent=True, timeout=timeout, retry=retry
         )
         return structure(data, JobSearchResults)
+
+    def iter_search(
+        self,
+        *,
+        tags: builtins.list[str] | tuple[str, ...] = (),
+        statuses: builtins.list[str] | tuple[str, ...] = (),
+        org_id: int | None = None,
+        page_size: int = 25,
+        concurrency: int = 4,
+    ) -> AsyncGenerator[VerificationJob, None]:
+        """Every job matching the search, each once, pages read concurrently.
+
+        The first page's ``count`` says how many pages remain; they are fetched with at
+        most ``concurrency`` in flight and yielded in order. The service promises no
+        ordering, so jobs created or changed while paging can shift pages: jobs are
+        deduplicated by id, pages past the first ``count`` are read while the latest
+        ``count`` says more exist, and when fewer jobs were seen than ``count`` the
+        search is read once more from the start (see ``pagination.iter_counted``). Jobs
+        present throughout are yielded exactly once; jobs added meanwhile at most once.
+        """
+        tag_list = v.tags(tags, "tags", maximum=v.MAX_SEARCH_TAGS)
+        status_list = v.string_list(statuses, "statuses")
+        v.optional_id(org_id, "org_id")
+        size = v.count(page_size, "page_size", minimum=1, maximum=v.MAX_PAGE_SIZE)
+        workers = v.count(concurrency, "concurrency", minimum=1, maximum=64)
+
+        async def page(limit: int, offset: int) -> tuple[builtins.list[VerificationJob], int]:
+            found = await self.search(
+                tags=tag_list, statuses=status_list, org_id=org_id, limit=limit, offset=offset
+            )
+            return found.jobs, found.count
+
+        return iter_counted(page, size, workers)
+
+    # Waiting for verdicts: thin wrappers over svc_async.polling.
+
+    async def wait(
+        self,
+        job_id: int,
+        timeout: float | None = None,
+        policy: PollPolicy | None = None,
+        on_status: OnStatus | None = None,
+    ) -> VerificationJob:
+        """Poll until the job is finished (Completed, Errored or an error message); return it.
+
+        ``timeout`` defaults to ``policy.timeout``; ``JobWaitTimeout`` carries the last
+        snapshot. ``on_status`` (sync or async) sees each status change. With
+        ``Client(webhooks=receiver)`` the wait wakes on the job's webhook delivery.
+        """
+        return await _polling.wait_for_job(
+            self, job_id, timeout=timeout, policy=policy, on_status=on_status
+        )
+
+    async def create_and_wait(
+        self,
+        request: JobRequest,
+        timeout: float | None = None,
+        policy: PollPolicy | None = None,
+        on_status: OnStatus | None = None,
+    ) -> VerificationJob:
+        """Create a job (exactly once) and wait until it is finished."""
+        return await _polling.create_and_wait(
+            self, request, timeout=timeout, policy=policy, on_status=on_status
+        )
+
+    def wait_many(
+        self,
+        job_ids: JobIds,
+        *,
+        tag: str | None = None,
+        policy: PollPolicy | None = None,
+        timeout: float | None = None,
+    ) -> AsyncGenerator[VerificationJob, None]:
+        """Yield jobs as they finish, with one tag search per tick instead of a poll each."""
+        return _polling.wait_many(self, job_ids, tag=tag, policy=policy, timeout=timeout)
+
+    def watch(
+        self,
+        job_id: int,
+        policy: PollPolicy | None = None,
+        timeout: float | None = None,
+    ) -> AsyncGenerator[VerificationJob, None]:
+        """Yield the job's snapshots as its status changes, ending after the finished one."""
+        return _polling.watch(self, job_id, policy=policy, timeout=timeout)

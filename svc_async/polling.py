@@ -1,0 +1,492 @@
+"""Waiting for verification jobs: ``PollPolicy`` and the pollers behind ``jobs.wait``.
+
+A single job is polled with ``jobs.get`` on a growing, jittered interval until it is
+finished. With ``Client(..., webhooks=receiver)`` the wait also wakes on the job's
+webhook delivery, confirms with one ``get``, and meanwhile polls only slowly in case the
+delivery never comes. Many jobs are watched together with one tag search per tick
+(``wait_many``) instead of one poll loop each.
+
+Transient failures of a poll (transport errors, 5xx, 429 after the client's own retries)
+do not end a wait: they are logged and the next poll happens on schedule. Other errors
+(404, 401, ...) propagate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import math
+import random
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from . import _validate as v
+from .errors import JobWaitTimeout, RateLimitError, ServerError, SvcError, TransportError
+from .models import FINISHED_JOB_STATUSES, JobRequest, VerificationJob
+from .webhooks import WebhookReceiver, _Subscription
+
+if TYPE_CHECKING:
+    from .resources.jobs import Jobs
+
+logger = logging.getLogger("svc_async.polling")
+
+__all__ = [
+    "JobIds",
+    "OnStatus",
+    "PollPolicy",
+    "create_and_wait",
+    "wait_for_job",
+    "wait_many",
+    "watch",
+]
+
+OnStatus = Callable[[VerificationJob], Awaitable[None] | None]
+"""A status-change callback: a plain function or a coroutine function."""
+
+JobIds = Iterable[int]
+"""The ids ``wait_many`` waits for (any iterable of ints; duplicates are ignored)."""
+
+_TRANSIENT = (TransportError, ServerError, RateLimitError)
+_CREATION_TAG_PREFIX = "svc-async-create:"  # resources.jobs.CREATION_TAG_PREFIX
+_MAX_PAGES = 5
+"""Search pages read per tick by ``wait_many`` (100 jobs each)."""
+_MIN_BATCH = 4
+"""Fewest ``get`` calls per tick of ``wait_many`` when it cannot use a search."""
+_SAFETY_EVERY = 4
+"""``wait_many`` re-reads one searched job with ``get`` every this many ticks."""
+
+
+def _positive(value: float, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    if math.isinf(value):
+        raise ValueError(f"{name} must be finite")
+
+
+def _statuses(value: Iterable[str]) -> frozenset[str]:
+    if isinstance(value, str):
+        raise TypeError("finished_statuses must be a collection of strings, not one string")
+    return frozenset(str(s) for s in value)
+
+
+@attrs.frozen(kw_only=True)
+class PollPolicy:
+    """How ``jobs.wait`` polls: interval ``n`` is ``min(max_interval, initial *
+    multiplier ** (n - 1))``, randomly stretched or shrunk by up to ``jitter`` (a fraction).
+
+    The defaults suit jobs of seconds to minutes: a 2 s job costs about 3 gets, a minute
+    about 10, and a finished job is noticed within ``max_interval`` (15 s) at worst.
+    ``timeout`` bounds the whole wait (None: no limit). ``finished_statuses`` are the
+    statuses after which no more work is done (a non-empty ``errorMessage`` also ends a
+    wait); unknown statuses mean "still running". While a webhook receiver is attached,
+    intervals are multiplied by ``webhook_factor`` since the delivery should come first.
+    """
+
+    initial: float = 1.0
+    multiplier: float = 1.5
+    max_interval: float = 15.0
+    jitter: float = 0.1
+    timeout: float | None = 600.0
+    finished_statuses: frozenset[str] = attrs.field(
+        default=FINISHED_JOB_STATUSES, converter=_statuses
+    )
+    webhook_factor: float = 4.0
+
+    def __attrs_post_init__(self) -> None:
+        _positive(self.initial, "initial")
+        _positive(self.max_interval, "max_interval")
+        _positive(self.webhook_factor, "webhook_factor")
+        if isinstance(self.multiplier, bool) or not self.multiplier >= 1:
+            raise ValueError(f"multiplier must be at least 1, got {self.multiplier!r}")
+        if isinstance(self.jitter, bool) or not 0 <= self.jitter < 1:
+            raise ValueError(f"jitter must be a fraction in [0, 1), got {self.jitter!r}")
+        if self.timeout is not None:
+            _positive(self.timeout, "timeout")
+        if self.webhook_factor < 1:
+            raise ValueError("webhook_factor must be at least 1")
+        if not self.finished_statuses:
+            raise ValueError("finished_statuses must not be empty")
+
+    def interval(self, attempt: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait after poll number ``attempt`` (1-based), jitter included."""
+        exponent = min(max(attempt, 1) - 1, 1000)
+        base = min(self.max_interval, self.initial * self.multiplier**exponent)
+        if not self.jitter:
+            return base
+        return base * (rng or random).uniform(1 - self.jitter, 1 + self.jitter)
+
+    def is_finished(self, job: VerificationJob) -> bool:
+        """Whether ``job`` is finished under this policy (status or an error message)."""
+        return str(job.status) in self.finished_statuses or bool(job.error_message)
+
+
+def _policy(policy: PollPolicy | None) -> PollPolicy:
+    if policy is None:
+        return PollPolicy()
+    if not isinstance(policy, PollPolicy):
+        raise TypeError(f"policy must be a PollPolicy, got {type(policy).__name__}")
+    return policy
+
+
+def _limit(timeout: float | None, policy: PollPolicy) -> float | None:
+    if timeout is None:
+        return policy.timeout
+    _positive(timeout, "timeout")
+    return float(timeout)
+
+
+def _receiver(jobs: Jobs) -> WebhookReceiver | None:
+    receiver = getattr(jobs._client, "webhooks", None)
+    return receiver if isinstance(receiver, WebhookReceiver) else None
+
+
+class _Clock:
+    """The deadline of one wait, on the event loop's clock."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.timeout = timeout
+        self.deadline = None if timeout is None else self.loop.time() + timeout
+
+    def left(self) -> float:
+        return math.inf if self.deadline is None else self.deadline - self.loop.time()
+
+    def expired(self) -> bool:
+        return self.left() <= 0
+
+
+async def _get(
+    jobs: Jobs, job_id: int, clock: _Clock
+) -> tuple[VerificationJob | None, SvcError | None]:
+    """One poll, cut short at the deadline; transient failures are returned, not raised."""
+    try:
+        async with asyncio.timeout_at(clock.deadline):
+            return await jobs.get(job_id), None
+    except TimeoutError:
+        if clock.expired():
+            return None, None
+        raise
+    except _TRANSIENT as exc:
+        logger.warning("polling job %d failed (%s); will poll again", job_id, type(exc).__name__)
+        return None, exc
+
+
+def _server_wait(error: SvcError | None) -> float:
+    if isinstance(error, RateLimitError) and error.retry_after is not None:
+        return error.retry_after
+    return 0.0
+
+
+async def _sleep(seconds: float, event: asyncio.Event | None) -> bool:
+    """Sleep ``seconds``; True when ``event`` was set (it is cleared) before that."""
+    if event is None:
+        await asyncio.sleep(seconds)
+        return False
+    if not event.is_set():
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await event.wait()
+    woke = event.is_set()
+    event.clear()
+    return woke
+
+
+def _timed_out(
+    what: str, clock: _Clock, job: VerificationJob | None, cause: SvcError | None
+) -> JobWaitTimeout:
+    status = "never read" if job is None else f"last status {job.status}"
+    error = JobWaitTimeout(f"{what} not finished after {clock.timeout:g}s ({status})", job=job)
+    error.__cause__ = cause
+    return error
+
+
+async def _changes(
+    jobs: Jobs,
+    job_id: int,
+    policy: PollPolicy,
+    timeout: float | None,
+    first: VerificationJob | None = None,
+) -> AsyncGenerator[VerificationJob, None]:
+    """Yield the first snapshot, each whose status changed, and the finished one; then end."""
+    clock = _Clock(timeout)
+    receiver = _receiver(jobs)
+    sub = receiver._subscribe(job_id) if receiver is not None else None
+    factor = policy.webhook_factor if sub is not None else 1.0
+    rng = random.Random()
+    last: VerificationJob | None = None
+    error: SvcError | None = None
+    attempt = 0
+    job = first
+    try:
+        while True:
+            if job is None:
+                job, error = await _get(jobs, job_id, clock)
+            if job is not None:
+                if last is None or job.status != last.status or policy.is_finished(job):
+                    yield job
+                last = job
+                if policy.is_finished(job):
+                    return
+            if clock.expired():
+                raise _timed_out(f"job {job_id}", clock, last, error)
+            attempt += 1
+            pause = max(policy.interval(attempt, rng) * factor, _server_wait(error))
+            woke = await _sleep(min(pause, clock.left()), None if sub is None else sub.event)
+            if woke and sub is not None and sub.update is not None:
+                logger.debug("job %d woken by webhook (%s)", job_id, sub.update.status)
+                if str(sub.update.status) in policy.finished_statuses:
+                    # Confirm now; if the read lags the event, poll at the normal pace.
+                    factor, attempt = 1.0, 0
+            elif clock.expired():
+                raise _timed_out(f"job {job_id}", clock, last, error)
+            job = None
+    finally:
+        if sub is not None and receiver is not None:
+            receiver._unsubscribe(sub)
+
+
+def watch(
+    jobs: Jobs,
+    job_id: int,
+    *,
+    policy: PollPolicy | None = None,
+    timeout: float | None = None,
+) -> AsyncGenerator[VerificationJob, None]:
+    """Snapshots of a job as its status changes, ending after the finished one."""
+    v.positive_id(job_id, "job_id")
+    chosen = _policy(policy)
+    return _changes(jobs, job_id, chosen, _limit(timeout, chosen))
+
+
+async def wait_for_job(
+    jobs: Jobs,
+    job_id: int,
+    *,
+    timeout: float | None = None,
+    policy: PollPolicy | None = None,
+    on_status: OnStatus | None = None,
+    first: VerificationJob | None = None,
+) -> VerificationJob:
+    """Poll until the job is finished and return it, whatever its outcome.
+
+    ``on_status`` (sync or async) gets the first snapshot and each one whose status
+    changed, the finished one included; an exception it raises ends the wait.
+    ``JobWaitTimeout`` (with the last snapshot) when ``timeout`` (default:
+    ``policy.timeout``) passes.
+    """
+    v.positive_id(job_id, "job_id")
+    chosen = _policy(policy)
+    limit = _limit(timeout, chosen)
+    if on_status is not None and not callable(on_status):
+        raise TypeError("on_status must be callable")
+    last: VerificationJob | None = None
+    async with contextlib.aclosing(_changes(jobs, job_id, chosen, limit, first)) as snapshots:
+        async for job in snapshots:
+            last = job
+            if on_status is not None:
+                result = on_status(job)
+                if inspect.isawaitable(result):
+                    await result
+    assert last is not None  # _changes only ends after yielding the finished job
+    return last
+
+
+async def create_and_wait(
+    jobs: Jobs,
+    request: JobRequest,
+    *,
+    timeout: float | None = None,
+    policy: PollPolicy | None = None,
+    on_status: OnStatus | None = None,
+) -> VerificationJob:
+    """Create a job and wait for it; ``timeout`` counts from the moment it was created."""
+    chosen = _policy(policy)
+    limit = _limit(timeout, chosen)
+    created = await jobs.create(request)
+    return await wait_for_job(
+        jobs, created.id, timeout=limit, policy=chosen, on_status=on_status, first=created
+    )
+
+
+# ---------------------------------------------------------------- many jobs at once
+
+
+def _common_tags(job: VerificationJob) -> tuple[str, ...]:
+    tags = [t for t in job.tags if not t.startswith(_CREATION_TAG_PREFIX)]
+    return tuple(dict.fromkeys(tags))[: v.MAX_SEARCH_TAGS]
+
+
+class _Many:
+    """The state of one ``wait_many``: what is pending, what a search covers, what to read."""
+
+    def __init__(self, jobs: Jobs, ids: Sequence[int], tag: str | None, policy: PollPolicy) -> None:
+        self.jobs = jobs
+        self.policy = policy
+        self.pending: dict[int, VerificationJob | None] = dict.fromkeys(ids)
+        self.tags: tuple[str, ...] = (tag,) if tag is not None else ()
+        self.covered: set[int] = set(ids) if tag is not None else set()
+        self.discover = tag is None
+        self.rotation: list[int] = []
+        self.safety: list[int] = []
+        self.urgent: set[int] = set()
+        self.error: SvcError | None = None
+
+    def note(self, job: VerificationJob) -> VerificationJob | None:
+        """Record a snapshot; returns it when it finishes a pending job."""
+        if job.id not in self.pending:
+            return None
+        self.pending[job.id] = job
+        if self.tags and set(self.tags) <= set(job.tags):
+            self.covered.add(job.id)
+        else:
+            self.covered.discard(job.id)  # the search cannot see it: read it with get
+        if self.policy.is_finished(job):
+            del self.pending[job.id]
+            self.covered.discard(job.id)
+            self.urgent.discard(job.id)
+            return job
+        return None
+
+    async def search(self, statuses: Sequence[str], clock: _Clock) -> list[VerificationJob] | None:
+        """Every job matching the tags (and statuses), up to ``_MAX_PAGES``; None on failure."""
+        found: list[VerificationJob] = []
+        offset = 0
+        for _ in range(_MAX_PAGES):
+            try:
+                async with asyncio.timeout_at(clock.deadline):
+                    page = await self.jobs.search(
+                        tags=list(self.tags), statuses=list(statuses), limit=100, offset=offset
+                    )
+            except TimeoutError:
+                if clock.expired():
+                    return None
+                raise
+            except _TRANSIENT as exc:
+                logger.warning("job search failed (%s); will try again", type(exc).__name__)
+                self.error = exc
+                return None
+            found.extend(page.jobs)
+            offset += len(page.jobs)
+            if not page.jobs or offset >= page.count:
+                return found
+            if not (set(self.pending) - {j.id for j in found}):
+                return found
+        logger.info("tag search matched over %d jobs; reading only the first", offset)
+        return found
+
+    def next_gets(self, tick: int) -> list[int]:
+        """Jobs to read with ``get`` this tick: woken ones, uncovered ones, a safety check."""
+        chosen = [i for i in self.urgent if i in self.pending]
+        self.urgent.clear()
+        uncovered = [i for i in self.pending if i not in self.covered]
+        if uncovered:
+            size = max(_MIN_BATCH, math.ceil(len(uncovered) / 4))
+            self.rotation = [
+                i for i in self.rotation if i in self.pending and i not in self.covered
+            ]
+            self.rotation += [i for i in uncovered if i not in self.rotation]
+            take, self.rotation = self.rotation[:size], self.rotation[size:]
+            self.rotation += take
+            chosen += take
+        covered = [i for i in self.pending if i in self.covered]
+        if covered and tick % _SAFETY_EVERY == 0:
+            self.safety = [i for i in self.safety if i in self.pending] or covered
+            chosen.append(self.safety.pop(0))
+        return list(dict.fromkeys(chosen))
+
+
+async def _many(
+    jobs: Jobs, ids: list[int], tag: str | None, policy: PollPolicy, timeout: float | None
+) -> AsyncGenerator[VerificationJob, None]:
+    clock = _Clock(timeout)
+    state = _Many(jobs, ids, tag, policy)
+    receiver = _receiver(jobs)
+    wake = asyncio.Event()
+    subs: list[_Subscription] = []
+    if receiver is not None:
+        subs = [receiver._subscribe(job_id, wake) for job_id in ids]
+    factor = policy.webhook_factor if receiver is not None else 1.0
+    statuses = sorted(policy.finished_statuses)
+    rng = random.Random()
+    tick = 0
+    try:
+        while state.pending:
+            tick += 1
+            state.error = None
+            finished: list[VerificationJob] = []
+            if state.discover:
+                state.discover = False
+                first_id = next(iter(state.pending))
+                job, state.error = await _get(jobs, first_id, clock)
+                if job is not None:
+                    state.tags = _common_tags(job)
+                    if (done := state.note(job)) is not None:
+                        finished.append(done)
+                    if state.tags:
+                        for found in await state.search((), clock) or []:
+                            if (done := state.note(found)) is not None:
+                                finished.append(done)
+            elif state.tags and state.covered:
+                for found in await state.search(statuses, clock) or []:
+                    if (done := state.note(found)) is not None:
+                        finished.append(done)
+            to_get = state.next_gets(tick)
+            if to_get:
+                results = await asyncio.gather(*(_get(jobs, i, clock) for i in to_get))
+                for job, error in results:
+                    state.error = error or state.error
+                    if job is not None and (done := state.note(job)) is not None:
+                        finished.append(done)
+            for done in finished:
+                yield done
+            if not state.pending:
+                return
+            if clock.expired():
+                raise _many_timeout(state, clock)
+            pause = max(policy.interval(tick, rng) * factor, _server_wait(state.error))
+            if await _sleep(min(pause, clock.left()), wake if subs else None):
+                state.urgent |= {s.job_id for s in subs if s.update is not None}
+                for s in subs:
+                    s.update = None
+            elif clock.expired():
+                raise _many_timeout(state, clock)
+    finally:
+        if receiver is not None:
+            for sub in subs:
+                receiver._unsubscribe(sub)
+
+
+def _many_timeout(state: _Many, clock: _Clock) -> JobWaitTimeout:
+    waiting = list(state.pending)
+    shown = ", ".join(map(str, waiting[:10])) + (", ..." if len(waiting) > 10 else "")
+    return _timed_out(
+        f"{len(waiting)} job(s) [{shown}]", clock, state.pending[waiting[0]], state.error
+    )
+
+
+def wait_many(
+    jobs: Jobs,
+    job_ids: JobIds,
+    *,
+    tag: str | None = None,
+    policy: PollPolicy | None = None,
+    timeout: float | None = None,
+) -> AsyncGenerator[VerificationJob, None]:
+    """Yield each job as it finishes, using far fewer calls than one wait per job.
+
+    When the jobs share ``tag`` (given, or else found from the first job's tags), each
+    tick is one search for finished jobs with that tag; jobs the search does not cover
+    are read with ``get`` in small round-robin batches. ``JobWaitTimeout`` (with one
+    still-pending job's last snapshot, or None) when ``timeout`` passes.
+    """
+    if isinstance(job_ids, str | bytes):
+        raise TypeError("job_ids must be a collection of ints")
+    ids = list(dict.fromkeys(v.positive_id(i, "job_ids[]") for i in job_ids))
+    if tag is not None:
+        v.tags([tag], "tag")
+    chosen = _policy(policy)
+    return _many(jobs, ids, tag, chosen, _limit(timeout, chosen))
