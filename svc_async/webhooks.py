@@ -17,14 +17,16 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import attrs
 import orjson
-from aiohttp import web
 
 from .errors import SvcError, WebhookVerificationError
 from .models import JobStatus
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 logger = logging.getLogger("svc_async.webhooks")
 
@@ -65,7 +67,7 @@ class JobStatusUpdate:
 StatusCallback = Callable[[JobStatusUpdate], Awaitable[None] | None]
 """A status-update callback: a plain function or a coroutine function."""
 
-Verifier = Callable[[web.Request, bytes], Awaitable[None] | None]
+Verifier = Callable[["web.Request", bytes], Awaitable[None] | None]
 """A hook run on each delivery (request and raw body) before parsing; it raises
 ``WebhookVerificationError`` to refuse the delivery (for a future signature scheme)."""
 
@@ -234,10 +236,14 @@ class WebhookReceiver:
         """Route definitions to add to your app: ``app.add_routes(receiver.routes())``."""
         if not path.startswith("/"):
             raise ValueError("path must start with '/'")
+        from aiohttp import web  # the server half of aiohttp, only when receiving
+
         return [web.post(path, self.handle)]
 
     def app(self, path: str = DEFAULT_PATH) -> web.Application:
         """A small aiohttp application serving only the receiver; it drains on shutdown."""
+        from aiohttp import web
+
         application = web.Application(client_max_size=MAX_BODY)
         application.add_routes(self.routes(path))
 
@@ -263,6 +269,8 @@ class WebhookReceiver:
 
     async def handle(self, request: web.Request) -> web.Response:
         """The aiohttp handler: check, parse, acknowledge, then dispatch in the background."""
+        from aiohttp import web
+
         self.stats.received += 1
         if request.method != "POST":
             return web.Response(status=405, headers={"Allow": "POST"})
