@@ -1,0 +1,372 @@
+"""The command line's grammar: every command, option and argument type (argparse)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import re
+
+from ._version import __version__
+
+PROG = "svc-async"
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0    success
+  1    unexpected error (a bug: please report it)
+  2    usage: bad arguments or options, missing URL or credentials
+  3    authentication or permission refused (HTTP 401/403)
+  4    not found (HTTP 404)
+  5    other error answer from the service (4xx/5xx, rate limit, ambiguous create)
+  6    network failure or request timeout
+  7    the service's answer could not be decoded
+  8    jobs wait / --wait ran out of time
+  130  interrupted (Ctrl-C)
+"""
+
+_DESCRIPTION = """\
+Command line for the Licence Verification Service (svc_async SDK).
+
+Prints one JSON document on stdout (models in the service's own camelCase form, dates as
+ISO 8601 strings); --table prints tables for people instead. Progress goes to stderr
+when it is a terminal; errors are one line on stderr.
+
+Connection options fall back to the environment: SVC_BASE_URL, SVC_ACCOUNT_URL,
+SVC_API_TOKEN, SVC_API_KEY_ID and SVC_API_KEY_SECRET.
+"""
+
+_EPILOG = (
+    EXIT_CODES_HELP
+    + """
+examples:
+  svc-async orgs --table
+  svc-async events --all --org 2
+  svc-async entries --event 7 --since 2024-10-01T00:00:00Z
+  svc-async jobs search --tag Seniors --status Completed --all
+  svc-async demo
+"""
+)
+
+_COUNTRY = re.compile(r"[A-Za-z]{2}")
+
+
+def positive_int(text: str) -> int:
+    """An id or count above zero."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """A count of zero or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def non_negative_seconds(text: str) -> float:
+    """Zero or more seconds."""
+    if text.strip() in ("0", "0.0"):
+        return 0.0
+    return seconds(text)
+
+
+def date(text: str) -> dt.date:
+    """A ``YYYY-MM-DD`` date."""
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}") from None
+
+
+def aware_time(text: str) -> dt.datetime:
+    """An ISO 8601 date or time; without an offset it is UTC."""
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO 8601 time such as 2024-10-01T12:00:00Z, got {text!r}"
+        ) from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
+def country(text: str) -> str:
+    """A two-letter country code, upper-cased."""
+    if not _COUNTRY.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"expected a two-letter country code, got {text!r}")
+    return text.upper()
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's line breaks and shows defaults where set."""
+
+
+def _output_options() -> argparse.ArgumentParser:
+    """``--table``, accepted after the command too (the main parser sets its default)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--table",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print tables for people instead of JSON",
+    )
+    return parent
+
+
+def _add_page_options(parser: argparse.ArgumentParser, default_limit: int | None) -> None:
+    shown = "the service's default (25)" if default_limit is None else str(default_limit)
+    parser.add_argument("--limit", type=positive_int, help=f"page size, at most 100 ({shown})")
+    parser.add_argument("--offset", type=non_negative_int, help="items to skip (0)")
+    parser.add_argument("--all", action="store_true", help="every page (not with --limit/--offset)")
+
+
+def _global_options(parser: argparse.ArgumentParser) -> None:
+    conn = parser.add_argument_group("connection (before the command)")
+    conn.add_argument("--base-url", metavar="URL", help="verification host (SVC_BASE_URL)")
+    conn.add_argument(
+        "--account-url",
+        metavar="URL",
+        help="account host for orgs and login (SVC_ACCOUNT_URL; default: --base-url)",
+    )
+    conn.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="bearer token (SVC_API_TOKEN); prefer the variable, the command line is visible",
+    )
+    conn.add_argument("--api-key-id", metavar="ID", help="API key id (SVC_API_KEY_ID)")
+    conn.add_argument(
+        "--api-key-secret", metavar="SECRET", help="API key secret (SVC_API_KEY_SECRET)"
+    )
+    conn.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="per-request timeout in seconds (default 30)",
+    )
+    parser.add_argument(
+        "--table", action="store_true", default=False, help="print tables instead of JSON"
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log the SDK's retries (-v) and requests (-vv) on stderr",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+
+
+def _jobs_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    output = _output_options()
+    jobs = commands.add_parser(
+        "jobs",
+        help="verification jobs: create, get, search, wait",
+        description="Verification jobs: create one, read one, search by tags, wait for one.",
+    )
+    sub = jobs.add_subparsers(dest="jobs_command", metavar="ACTION", required=True)
+
+    create = sub.add_parser(
+        "create",
+        parents=[output],
+        help="submit a recording for verification",
+        description="Create a verification job (exactly once) and print it.",
+        formatter_class=_Formatter,
+        epilog="example:\n  svc-async jobs create --name 'Tigers Senior' --email coach@club.example"
+        " \\\n    --org 1 --audio-url https://media.example/tigers.mp3 \\\n"
+        "    --start 2025-03-01 --end 2025-03-02 --territory GB --tag spring --wait",
+    )
+    create.add_argument("--name", required=True, help="job name")
+    create.add_argument(
+        "--email", required=True, help="email whose service-held licences are looked up"
+    )
+    create.add_argument(
+        "--org", type=positive_int, required=True, metavar="ID", help="organisation id"
+    )
+    create.add_argument(
+        "--audio-url", required=True, metavar="URL", help="audio or video file to verify"
+    )
+    create.add_argument(
+        "--start", type=date, required=True, metavar="YYYY-MM-DD", help="first day of use"
+    )
+    create.add_argument(
+        "--end", type=date, required=True, metavar="YYYY-MM-DD", help="last day of use"
+    )
+    create.add_argument(
+        "--territory",
+        type=country,
+        action="append",
+        default=[],
+        metavar="XX",
+        help="required territory (repeatable)",
+    )
+    create.add_argument(
+        "--tag", action="append", default=[], metavar="TAG", help="searchable tag (repeatable)"
+    )
+    create.add_argument("--external-id", default="", metavar="ID", help="your own reference")
+    lic = create.add_argument_group("licence files (optional)")
+    lic.add_argument(
+        "--license-source",
+        metavar="SOURCE",
+        help="e.g. Other, Bespoke Music (required with the two below)",
+    )
+    lic.add_argument("--license-source-name", metavar="NAME", help="who issued the licence")
+    lic.add_argument(
+        "--license-file",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="licence file URL (repeatable)",
+    )
+    create.add_argument("--wait", action="store_true", help="wait until the job is finished")
+    create.add_argument(
+        "--wait-timeout",
+        type=seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="give up waiting after this long (600)",
+    )
+
+    get = sub.add_parser(
+        "get",
+        parents=[output],
+        help="one job in full",
+        description="Print one verification job, with its verdict once processed.",
+    )
+    get.add_argument("job_id", type=positive_int, metavar="ID", help="job id")
+
+    search = sub.add_parser(
+        "search",
+        parents=[output],
+        help="jobs by tags and statuses",
+        description="Jobs carrying ALL the given tags (none: every job). Prints"
+        ' {"jobs": [...], "count": N}; count is the total over all pages.',
+    )
+    search.add_argument(
+        "--tag", action="append", default=[], metavar="TAG", help="required tag (repeatable)"
+    )
+    search.add_argument(
+        "--status",
+        action="append",
+        default=[],
+        metavar="STATUS",
+        help="allowed status, e.g. Completed (repeatable)",
+    )
+    search.add_argument("--org", type=positive_int, metavar="ID", help="one organisation only")
+    _add_page_options(search, 25)
+
+    wait = sub.add_parser(
+        "wait",
+        parents=[output],
+        help="wait until a job is finished",
+        description="Poll a job until it is Completed or Errored, then print it"
+        " (exit 0 whatever the verdict; exit 8 on timeout).",
+    )
+    wait.add_argument("job_id", type=positive_int, metavar="ID", help="job id")
+    wait.add_argument(
+        "--timeout",
+        dest="wait_timeout",
+        type=seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="give up after this long (600)",
+    )
+    for action in (create, get, search, wait):
+        action.set_defaults(command_parser=action)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description=_DESCRIPTION, epilog=_EPILOG, formatter_class=_Formatter
+    )
+    _global_options(parser)
+    output = _output_options()
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    commands.add_parser(
+        "orgs",
+        parents=[output],
+        help="organisations you can access",
+        description="Every organisation the account can access.",
+    )
+    commands.add_parser(
+        "seasons",
+        parents=[output],
+        help="seasons",
+        description="Every season the account can access.",
+    )
+
+    events = commands.add_parser(
+        "events",
+        parents=[output],
+        help="events (one page, or --all)",
+        description="Events of the account's organisations: one page, or every page with --all.",
+    )
+    events.add_argument("--org", type=positive_int, metavar="ID", help="one organisation only")
+    _add_page_options(events, None)
+
+    entries = commands.add_parser(
+        "entries",
+        parents=[output],
+        help="entries of an event or a season",
+        description="Entries of one event or one season, with recordings and licence data.",
+    )
+    which = entries.add_mutually_exclusive_group(required=True)
+    which.add_argument("--event", type=positive_int, metavar="ID", help="event id")
+    which.add_argument("--season", type=positive_int, metavar="ID", help="season id")
+    entries.add_argument(
+        "--since",
+        type=aware_time,
+        metavar="TIME",
+        help="only entries updated after TIME (ISO 8601; no offset means UTC)",
+    )
+
+    for command in (events, entries):
+        command.set_defaults(command_parser=command)
+    _jobs_parser(commands)
+
+    demo = commands.add_parser(
+        "demo",
+        help="tour the SDK against a local fake service",
+        description="Start a fake service on 127.0.0.1 and tour the SDK against it"
+        " (needs no URL or credentials).",
+    )
+    add_demo_options(demo)
+    return parser
+
+
+def add_demo_options(parser: argparse.ArgumentParser) -> None:
+    """The demo's own options (shared with ``python -m svc_async.demo``)."""
+    parser.add_argument("--no-color", action="store_true", help="no colours")
+    parser.add_argument(
+        "--plain", action="store_true", help="plain text even when rich is installed"
+    )
+    parser.add_argument(
+        "--delay",
+        type=non_negative_seconds,
+        default=3.0,
+        metavar="SECONDS",
+        help="the fake's job processing time (3)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of the fake's demo data (0)"
+    )

@@ -1,0 +1,87 @@
+"""Exit codes of the command line and the one-line description of each failure."""
+
+from __future__ import annotations
+
+import re
+from enum import IntEnum
+
+from .errors import (
+    APIError,
+    AuthenticationError,
+    JobWaitTimeout,
+    NotFoundError,
+    PermissionDeniedError,
+    ResponseDecodeError,
+    SvcError,
+    TransportError,
+)
+
+
+class ExitCode(IntEnum):
+    """The exit statuses of ``svc-async`` (also listed in ``--help``)."""
+
+    OK = 0
+    UNEXPECTED = 1
+    USAGE = 2
+    AUTH = 3
+    NOT_FOUND = 4
+    API_ERROR = 5
+    NETWORK = 6
+    BAD_RESPONSE = 7
+    WAIT_TIMEOUT = 8
+    INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """A problem with the command line or the configuration (exit 2)."""
+
+
+def exit_code_for(exc: BaseException) -> ExitCode:
+    """The exit status that stands for ``exc``."""
+    if isinstance(exc, AuthenticationError | PermissionDeniedError):
+        return ExitCode.AUTH
+    if isinstance(exc, NotFoundError):
+        return ExitCode.NOT_FOUND
+    if isinstance(exc, JobWaitTimeout):
+        return ExitCode.WAIT_TIMEOUT
+    if isinstance(exc, TransportError):
+        return ExitCode.NETWORK
+    if isinstance(exc, ResponseDecodeError):
+        return ExitCode.BAD_RESPONSE
+    if isinstance(exc, SvcError):
+        return ExitCode.API_ERROR
+    if isinstance(exc, UsageError | ValueError):
+        return ExitCode.USAGE
+    if isinstance(exc, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
+    return ExitCode.UNEXPECTED
+
+
+_TITLE = re.compile(r"(?is)<title>(.*?)</title>")
+
+
+def _api_text(exc: APIError) -> str:
+    """The error's text; an HTML error page (proxies, gateways) shrinks to its title."""
+    if isinstance(exc.body, str) and exc.body.lstrip().startswith("<"):
+        where = f" for {exc.method} {exc.url}" if exc.method else ""
+        title = _TITLE.search(exc.body)
+        detail = " ".join(title.group(1).split()) if title else "an HTML page"
+        return f"HTTP {exc.status}{where}: {detail}"
+    return str(exc)
+
+
+def describe(exc: BaseException) -> str:
+    """One line for people: what went wrong and, where it helps, what to check."""
+    raw = _api_text(exc) if isinstance(exc, APIError) else str(exc)
+    text = " ".join(raw.split()) or type(exc).__name__
+    if isinstance(exc, AuthenticationError):
+        return f"{text} (check --token / SVC_API_TOKEN or the API key)"
+    if isinstance(exc, PermissionDeniedError):
+        return f"{text} (this account may not access it)"
+    if isinstance(exc, TransportError):
+        return f"network: {text}"
+    if isinstance(exc, ResponseDecodeError):
+        return f"bad response: {text}"
+    if isinstance(exc, APIError | SvcError | UsageError | ValueError):
+        return text
+    return f"unexpected {type(exc).__name__}: {text}"

@@ -1,0 +1,245 @@
+"""Terminal rendering for the CLI and the demo, with or without rich.
+
+Views are plain data (``Table``, ``TreeNode``, ``Styled`` cells) built elsewhere; a
+``Renderer`` draws them. ``RichRenderer`` (in ``_cli_rich``, imported only when rich is
+installed) draws boxes, colours, spinners and progress bars; ``PlainRenderer`` draws
+the same content as plain text, so nothing depends on the optional ``cli`` extra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, TextIO
+
+
+@dataclass(frozen=True, slots=True)
+class Styled:
+    """Text with a style name (``"green"``, ``"bold red"``, ...); plain output drops it."""
+
+    text: str
+    style: str = ""
+
+
+Segment = str | Styled
+"""A piece of text, plain or styled."""
+
+Cell = Segment | tuple[Segment, ...]
+"""One table cell: a segment, or several shown side by side."""
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A table column: its header and alignment."""
+
+    header: str
+    justify: Literal["left", "right", "center"] = "left"
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A titled table of cells."""
+
+    title: str | None
+    columns: Sequence[Column]
+    rows: Sequence[Sequence[Cell]]
+    caption: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TreeNode:
+    """A labelled node with children (the organisation tree)."""
+
+    label: Sequence[Segment]
+    children: list[TreeNode] = field(default_factory=list)
+
+
+class ProgressHandle(Protocol):
+    """What a running progress display accepts."""
+
+    def advance(self, steps: int = 1) -> None:
+        """Count ``steps`` more units done."""
+
+    def set_total(self, total: int | None) -> None:
+        """Change the total (None: unknown)."""
+
+
+class StatusHandle(Protocol):
+    """What a running spinner accepts."""
+
+    def update(self, text: str) -> None:
+        """Replace the spinner's text."""
+
+
+class Renderer(Protocol):
+    """Draws views on one output stream."""
+
+    def rule(self, title: str) -> None:
+        """A section heading."""
+
+    def line(self, *parts: Segment) -> None:
+        """One line made of segments (nothing: an empty line)."""
+
+    def table(self, table: Table) -> None:
+        """A table."""
+
+    def tree(self, root: TreeNode) -> None:
+        """A tree, root first."""
+
+    def progress(
+        self, description: str, total: int | None
+    ) -> contextlib.AbstractContextManager[ProgressHandle]:
+        """A progress bar for the duration of a ``with`` block."""
+
+    def status(self, text: str) -> contextlib.AbstractContextManager[StatusHandle]:
+        """A spinner for the duration of a ``with`` block."""
+
+
+def text_of(cell: Cell) -> str:
+    """The text of a cell, without its styles."""
+    if isinstance(cell, tuple):
+        return "".join(text_of(part) for part in cell)
+    return cell.text if isinstance(cell, Styled) else cell
+
+
+class _NullProgress:
+    def advance(self, steps: int = 1) -> None:
+        del steps
+
+    def set_total(self, total: int | None) -> None:
+        del total
+
+    def update(self, text: str) -> None:
+        del text
+
+
+class _PlainProgress:
+    """Counts, and prints one summary line when done (no cursor tricks)."""
+
+    def __init__(self, out: TextIO, description: str, total: int | None) -> None:
+        self._out, self._description, self.total, self.done = out, description, total, 0
+
+    def advance(self, steps: int = 1) -> None:
+        self.done += steps
+
+    def set_total(self, total: int | None) -> None:
+        self.total = total
+
+    def finish(self) -> None:
+        of = f"/{self.total}" if self.total is not None else ""
+        print(f"{self._description}: {self.done}{of} done", file=self._out)
+
+
+class PlainRenderer:
+    """Plain-text rendering: aligned columns, indented trees, no colour."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self._out = out if out is not None else sys.stdout
+
+    def _print(self, text: str = "") -> None:
+        print(text, file=self._out)
+
+    def rule(self, title: str) -> None:
+        """A section heading underlined with ``=``."""
+        self._print()
+        self._print(f"== {title} " + "=" * max(4, 72 - len(title)))
+
+    def line(self, *parts: Segment) -> None:
+        """The segments' text joined on one line."""
+        self._print("".join(text_of(p) for p in parts))
+
+    def table(self, table: Table) -> None:
+        """Columns padded to their widest cell."""
+        cells = [[text_of(c) for c in row] for row in table.rows]
+        headers = [c.header for c in table.columns]
+        widths = [len(h) for h in headers]
+        for row in cells:
+            for i, text in enumerate(row):
+                widths[i] = max(widths[i], len(text))
+
+        def fmt(row: Sequence[str]) -> str:
+            out = []
+            for i, text in enumerate(row):
+                just = table.columns[i].justify
+                out.append(text.rjust(widths[i]) if just == "right" else text.ljust(widths[i]))
+            return "  ".join(out).rstrip()
+
+        if table.title:
+            self._print(table.title)
+        self._print(fmt(headers))
+        self._print("  ".join("-" * w for w in widths))
+        for row in cells:
+            self._print(fmt(row))
+        if table.caption:
+            self._print(table.caption)
+
+    def tree(self, root: TreeNode) -> None:
+        """Children indented under their parent with ``+--``."""
+
+        def walk(node: TreeNode, prefix: str, last: bool, top: bool) -> None:
+            label = "".join(text_of(p) for p in node.label)
+            self._print(label if top else f"{prefix}{'`-- ' if last else '|-- '}{label}")
+            inner = "" if top else prefix + ("    " if last else "|   ")
+            for i, child in enumerate(node.children):
+                walk(child, inner, i == len(node.children) - 1, False)
+
+        walk(root, "", True, True)
+
+    @contextlib.contextmanager
+    def progress(self, description: str, total: int | None) -> Iterator[ProgressHandle]:
+        """Counts silently and prints ``description: done/total done`` at the end."""
+        handle = _PlainProgress(self._out, description, total)
+        yield handle
+        handle.finish()
+
+    @contextlib.contextmanager
+    def status(self, text: str) -> Iterator[StatusHandle]:
+        """Nothing: plain output has no spinner."""
+        del text
+        yield _NullProgress()
+
+
+class QuietRenderer(PlainRenderer):
+    """Shows nothing at all (progress when stderr is not a terminal)."""
+
+    def _print(self, text: str = "") -> None:
+        del text
+
+    @contextlib.contextmanager
+    def progress(self, description: str, total: int | None) -> Iterator[ProgressHandle]:
+        """Nothing."""
+        del description, total
+        yield _NullProgress()
+
+
+def make_renderer(
+    out: TextIO,
+    *,
+    color: bool | None = None,
+    plain: bool = False,
+    width: int | None = None,
+    transient: bool = False,
+) -> Renderer:
+    """A rich renderer on ``out`` when rich is installed (and ``plain`` is False), else plain.
+
+    ``color`` None lets rich decide (terminal, ``NO_COLOR``); False turns colour off.
+    ``transient`` progress bars are erased when done.
+    """
+    if not plain:
+        try:
+            from ._cli_rich import RichRenderer
+        except ImportError:
+            pass
+        else:
+            return RichRenderer(out, color=color, width=width, transient=transient)
+    return PlainRenderer(out)
+
+
+def progress_renderer(err: TextIO) -> Renderer:
+    """Where progress goes: a renderer on ``err`` when it is a terminal, else a silent one."""
+    isatty = getattr(err, "isatty", None)
+    if callable(isatty) and isatty():
+        return make_renderer(err, transient=True)
+    return QuietRenderer(err)

@@ -1,0 +1,148 @@
+"""The rich renderer: imported only when rich (the ``cli`` extra) is installed."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TextIO
+
+from rich import box
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.status import Status
+from rich.table import Table as RichTable
+from rich.text import Text
+from rich.tree import Tree
+
+from ._cli_render import (
+    Cell,
+    ProgressHandle,
+    Segment,
+    StatusHandle,
+    Styled,
+    Table,
+    TreeNode,
+)
+
+
+def _text(parts: Sequence[Cell]) -> Text:
+    out = Text()
+    for part in parts:
+        if isinstance(part, tuple):
+            out.append_text(_text(part))
+        elif isinstance(part, Styled):
+            out.append(part.text, style=part.style or "")
+        else:
+            out.append(part)
+    return out
+
+
+class _Task:
+    def __init__(self, progress: Progress, task: TaskID) -> None:
+        self._progress, self._task = progress, task
+
+    def advance(self, steps: int = 1) -> None:
+        self._progress.advance(self._task, steps)
+
+    def set_total(self, total: int | None) -> None:
+        self._progress.update(self._task, total=total)
+
+
+class _Status:
+    def __init__(self, status: Status | None) -> None:
+        self._status = status
+
+    def update(self, text: str) -> None:
+        if self._status is not None:
+            self._status.update(text)
+
+
+class RichRenderer:
+    """Boxes, colours, a spinner and progress bars through a rich ``Console``."""
+
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        color: bool | None = None,
+        width: int | None = None,
+        transient: bool = False,
+    ) -> None:
+        self.transient = transient
+        self.console = Console(
+            file=out,
+            no_color=None if color is None else not color,
+            color_system=None if color is False else "auto",
+            highlight=False,
+            width=width,
+            soft_wrap=False,
+        )
+
+    def rule(self, title: str) -> None:
+        """A bold horizontal rule with the title."""
+        self.console.print()
+        self.console.rule(Text(title, style="bold cyan"), style="cyan")
+
+    def line(self, *parts: Segment) -> None:
+        """One line of styled segments."""
+        self.console.print(_text(parts))
+
+    def table(self, table: Table) -> None:
+        """A rounded-box table."""
+        out = RichTable(
+            title=table.title,
+            caption=table.caption,
+            box=box.ROUNDED,
+            header_style="bold",
+            title_style="bold",
+            title_justify="left",
+        )
+        for column in table.columns:
+            out.add_column(column.header, justify=column.justify)
+        for row in table.rows:
+            out.add_row(*(_text([c]) for c in row))
+        self.console.print(out)
+
+    def tree(self, root: TreeNode) -> None:
+        """A rich tree with guide lines."""
+
+        def add(parent: Tree, node: TreeNode) -> None:
+            branch = parent.add(_text(node.label))
+            for child in node.children:
+                add(branch, child)
+
+        top = Tree(_text(root.label), guide_style="dim")
+        for child in root.children:
+            add(top, child)
+        self.console.print(top)
+
+    @contextlib.contextmanager
+    def progress(self, description: str, total: int | None) -> Iterator[ProgressHandle]:
+        """A progress bar with count and elapsed time (erased at the end if transient)."""
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=self.transient,
+        ) as progress:
+            yield _Task(progress, progress.add_task(description, total=total))
+
+    @contextlib.contextmanager
+    def status(self, text: str) -> Iterator[StatusHandle]:
+        """A spinner with a text that can change."""
+        if not self.console.is_terminal:
+            yield _Status(None)
+            return
+        with self.console.status(text) as status:
+            yield _Status(status)

@@ -1,0 +1,360 @@
+"""Views of the SDK's models for people: tables and trees as plain data.
+
+Pure functions from models to ``Table``/``TreeNode`` values; the CLI's ``--table``
+output and the demo draw them with a ``Renderer``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+from ._cli_render import Cell, Column, Segment, Styled, Table, TreeNode
+from .models import (
+    LICENSE_CHECK_NAMES,
+    CheckResult,
+    Entry,
+    Event,
+    JobStatus,
+    LicenseStatus,
+    Organisation,
+    RecordingStatus,
+    Season,
+    Song,
+    VerificationJob,
+)
+from .resources.jobs import CREATION_TAG_PREFIX
+
+_STYLES: dict[str, str] = {
+    LicenseStatus.LICENSED: "bold green",
+    LicenseStatus.PARTIALLY_LICENSED: "yellow",
+    LicenseStatus.PENDING: "yellow",
+    LicenseStatus.UNVERIFIED: "bold red",
+    LicenseStatus.NO_AUDIO_UPLOADED: "dim",
+    CheckResult.ACCEPTED: "green",
+    CheckResult.UNKNOWN: "yellow",
+    CheckResult.REJECTED: "bold red",
+    JobStatus.COMPLETED: "bold green",
+    JobStatus.ERRORED: "bold red",
+    RecordingStatus.COMPLETE: "green",
+    RecordingStatus.FAILED: "bold red",
+}
+
+_CHECK_TITLES = {attr: title for title, attr in LICENSE_CHECK_NAMES.items()}
+
+SUMMARY_STATUSES: dict[str, str] = {
+    LicenseStatus.LICENSED: "Licensed",
+    LicenseStatus.PARTIALLY_LICENSED: "Partial",
+    LicenseStatus.PENDING: "Pending",
+    LicenseStatus.UNVERIFIED: "Unverified",
+}
+"""Licence statuses with a column in the per-event summary (others count as "Other")."""
+
+
+def status_cell(status: str | None, empty: str = "-") -> Styled:
+    """A status coloured by its meaning (green good, yellow open, red bad)."""
+    if status is None:
+        return Styled(empty, "dim")
+    return Styled(str(status), _STYLES.get(str(status), "cyan"))
+
+
+def day(value: dt.datetime | dt.date | None) -> str:
+    """``YYYY-MM-DD`` (UTC for datetimes), or ``-``."""
+    if value is None:
+        return "-"
+    if isinstance(value, dt.datetime):
+        value = value.astimezone(dt.UTC).date()
+    return value.isoformat()
+
+
+def user_tags(tags: Iterable[str]) -> list[str]:
+    """Tags without the SDK's own exactly-once creation tag."""
+    return [t for t in tags if not t.startswith(CREATION_TAG_PREFIX)]
+
+
+def _org_label(org: Organisation) -> list[Segment]:
+    label: list[Segment] = [Styled(org.name, "bold"), Styled(f"  #{org.id}", "dim")]
+    if org.is_event_producer:
+        label.append(Styled("  event producer", "magenta"))
+    return label
+
+
+def org_tree(orgs: Sequence[Organisation], title: str = "Organisations") -> TreeNode:
+    """The organisations as a tree; orphans (parent not visible) hang off the top."""
+    ids = {o.id for o in orgs}
+    children: dict[int | None, list[Organisation]] = {}
+    for org in sorted(orgs, key=lambda o: o.id):
+        parent = org.parent_id if org.parent_id in ids else None
+        children.setdefault(parent, []).append(org)
+
+    def node(org: Organisation) -> TreeNode:
+        return TreeNode(_org_label(org), [node(c) for c in children.get(org.id, [])])
+
+    roots = [node(o) for o in children.get(None, [])]
+    return TreeNode([Styled(f"{title} ({len(orgs)})", "bold cyan")], roots)
+
+
+def orgs_table(orgs: Sequence[Organisation]) -> Table:
+    """One row per organisation."""
+    names = {o.id: o.name for o in orgs}
+    rows = [
+        [
+            str(o.id),
+            o.name,
+            "-" if o.parent_id is None else f"{names.get(o.parent_id, '?')} (#{o.parent_id})",
+            "yes" if o.is_event_producer else "",
+            day(o.created_at),
+        ]
+        for o in sorted(orgs, key=lambda o: o.id)
+    ]
+    columns = [
+        Column("ID", "right"),
+        Column("Name"),
+        Column("Parent"),
+        Column("Producer"),
+        Column("Created"),
+    ]
+    return Table(f"Organisations ({len(orgs)})", columns, rows)
+
+
+def _org(org_id: int, names: Mapping[int, str] | None) -> str:
+    if names and org_id in names:
+        return names[org_id]
+    return f"#{org_id}"
+
+
+def seasons_table(seasons: Sequence[Season], org_names: Mapping[int, str] | None = None) -> Table:
+    """One row per season."""
+    rows = [
+        [
+            str(s.id),
+            s.title,
+            _org(s.organisation_id, org_names),
+            f"{day(s.start_date)} .. {day(s.end_date)}",
+            str(len(s.signup_fields)),
+            "yes" if s.is_locked else "",
+        ]
+        for s in seasons
+    ]
+    columns = [
+        Column("ID", "right"),
+        Column("Season"),
+        Column("Organisation"),
+        Column("Dates"),
+        Column("Signup fields", "right"),
+        Column("Locked"),
+    ]
+    return Table(f"Seasons ({len(seasons)})", columns, rows)
+
+
+def events_table(events: Sequence[Event], org_names: Mapping[int, str] | None = None) -> Table:
+    """One row per event."""
+    rows = [
+        [
+            str(e.id),
+            e.title,
+            _org(e.organisation_id, org_names),
+            e.territory or "-",
+            day(e.start_date)
+            if e.start_date == e.end_date
+            else f"{day(e.start_date)} +{(e.end_date - e.start_date).days}d",
+        ]
+        for e in events
+    ]
+    columns = [
+        Column("ID", "right"),
+        Column("Event"),
+        Column("Organisation"),
+        Column("Where"),
+        Column("When"),
+    ]
+    return Table(f"Events ({len(events)})", columns, rows)
+
+
+def entries_table(entries: Sequence[Entry], title: str = "Entries") -> Table:
+    """One row per entry, with its recording's licence status."""
+    rows: list[list[Cell]] = []
+    for e in entries:
+        rec = e.sound_recording
+        division = e.field("division")
+        rows.append(
+            [
+                str(e.id),
+                e.name,
+                e.email or "-",
+                division if isinstance(division, str) else "-",
+                str(len(rec.songs)) if rec is not None else "-",
+                status_cell(None if rec is None else rec.license_status, "no recording"),
+            ]
+        )
+    columns = [
+        Column("ID", "right"),
+        Column("Name"),
+        Column("Email"),
+        Column("Division"),
+        Column("Songs", "right"),
+        Column("Licence"),
+    ]
+    return Table(f"{title} ({len(entries)})", columns, rows)
+
+
+def licence_counts(entries: Iterable[Entry]) -> Counter[str]:
+    """Entries by their recording's licence status; ``"none"`` for no recording."""
+    counts: Counter[str] = Counter()
+    for entry in entries:
+        rec = entry.sound_recording
+        counts["none" if rec is None else str(rec.license_status)] += 1
+    return counts
+
+
+def licence_summary(
+    events: Sequence[Event], entries: Mapping[int, Sequence[Entry]], failed: Iterable[int] = ()
+) -> Table:
+    """Per event: how many entries are Licensed, Partially Licensed, Pending, Unverified."""
+    failed_ids = set(failed)
+    per_event = {
+        e.id: licence_counts(entries.get(e.id, ())) for e in events if e.id not in failed_ids
+    }
+    total: Counter[str] = sum(per_event.values(), Counter())
+    any_other = _others(total) > 0
+    columns = [
+        Column("Event"),
+        Column("Entries", "right"),
+        *(Column(header, "right") for header in SUMMARY_STATUSES.values()),
+        *([Column("Other", "right")] if any_other else []),
+        Column("No recording", "right"),
+    ]
+
+    def counts_row(label: Segment, counts: Counter[str]) -> list[Cell]:
+        cells: list[Cell] = [label, str(sum(counts.values()))]
+        for status in SUMMARY_STATUSES:
+            cells.append(_count(counts[status], _STYLES[status]))
+        if any_other:
+            cells.append(_count(_others(counts), "cyan"))
+        cells.append(_count(counts["none"], ""))
+        return cells
+
+    rows: list[list[Cell]] = []
+    for event in events:
+        if event.id in failed_ids:
+            rows.append([event.title, Styled("failed", "bold red"), *[""] * (len(columns) - 2)])
+        else:
+            rows.append(counts_row(event.title, per_event[event.id]))
+    rows.append(counts_row(Styled("All events", "bold"), total))
+    return Table("Licence status of entries, per event", columns, rows)
+
+
+def _others(counts: Counter[str]) -> int:
+    known = sum(counts[s] for s in SUMMARY_STATUSES) + counts["none"]
+    return sum(counts.values()) - known
+
+
+def _count(value: int, style: str) -> Styled:
+    return Styled(str(value), style if value else "dim")
+
+
+def jobs_table(jobs: Sequence[VerificationJob], title: str = "Verification jobs") -> Table:
+    """One row per job: status, verdict, tags."""
+    rows: list[list[Cell]] = []
+    for job in jobs:
+        verdict: Cell = status_cell(None if job.recording is None else job.recording.license_status)
+        if job.error_message:
+            verdict = Styled(job.error_message, "red")
+        rows.append(
+            [
+                str(job.id),
+                job.name or "-",
+                status_cell(job.status),
+                verdict,
+                ", ".join(user_tags(job.tags)) or "-",
+            ]
+        )
+    columns = [
+        Column("ID", "right"),
+        Column("Name"),
+        Column("Status"),
+        Column("Verdict"),
+        Column("Tags"),
+    ]
+    return Table(title, columns, rows)
+
+
+def check_title(name: str) -> str:
+    """``territory_match[FR]`` -> ``Territory Match FR``; attribute names -> JSON names."""
+    if name.startswith("territory_match[") and name.endswith("]"):
+        return f"Territory Match {name[len('territory_match[') : -1]}"
+    return _CHECK_TITLES.get(name, name)
+
+
+def failing_checks(song: Song) -> Cell:
+    """The checks of ``song`` that are not Accepted, coloured by result, compactly."""
+    results = song.license_checks.results()
+    failing = song.license_checks.failing()
+    if not failing:
+        return Styled("all accepted", "green") if results else Styled("no checks", "dim")
+    values = {str(value) for value in failing.values()}
+    if len(failing) == len(results) and len(values) == 1:
+        value = values.pop()
+        return Styled(f"all {len(results)} {value}", _STYLES.get(value, "cyan"))
+    parts: list[Segment] = []
+    for name, value in failing.items():
+        if parts:
+            parts.append(", ")
+        parts.append(Styled(f"{check_title(name)}: {value}", _STYLES.get(str(value), "cyan")))
+    return tuple(parts)
+
+
+def _clock(seconds: float) -> str:
+    whole = int(seconds)
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+def verdict_table(job: VerificationJob) -> Table:
+    """The job's songs: licence source, status and the checks that did not pass."""
+    songs = [] if job.recording is None else job.recording.songs
+    rows: list[list[Cell]] = []
+    for i, song in enumerate(songs, 1):
+        rows.append(
+            [
+                str(i),
+                f"{song.title} - {song.artists}",
+                f"{_clock(song.start_time)}-{_clock(song.end_time)}",
+                str(song.license_data.license_source or "-"),
+                status_cell(song.license_status),
+                failing_checks(song),
+            ]
+        )
+    columns = [
+        Column("#", "right"),
+        Column("Song"),
+        Column("Time"),
+        Column("Source"),
+        Column("Status"),
+        Column("Checks not accepted"),
+    ]
+    recording = job.recording
+    caption = None
+    if recording is not None:
+        caption = f"recording {recording.status}, licence status {recording.license_status}"
+    return Table(f"Verdict of job #{job.id} ({len(songs)} songs)", columns, rows, caption)
+
+
+def job_summary(job: VerificationJob) -> Table:
+    """The job's fields as a two-column table."""
+    rows: list[list[Cell]] = [
+        ["ID", str(job.id)],
+        ["Name", job.name or "-"],
+        ["Email", job.email or "-"],
+        ["Organisation", f"#{job.organisation_id}"],
+        ["Status", status_cell(job.status)],
+        ["Territories", ", ".join(job.required_territories) or "-"],
+        ["Dates", f"{day(job.start_date)} .. {day(job.end_date)}"],
+        ["Tags", ", ".join(user_tags(job.tags)) or "-"],
+        ["External id", job.external_id or "-"],
+    ]
+    if job.error_message:
+        rows.append(["Error", Styled(job.error_message, "bold red")])
+    if job.recording is not None:
+        rows.append(["Licence", status_cell(job.recording.license_status)])
+    return Table(f"Verification job #{job.id}", [Column("Field"), Column("Value")], rows)

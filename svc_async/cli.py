@@ -1,0 +1,157 @@
+"""The ``svc-async`` command line: parse, run one command, print, map errors to exit codes.
+
+``main(argv) -> int`` is the console script (``svc-async``) and ``python -m svc_async``.
+The grammar is in ``_cli_args``, the commands in ``_cli_commands``, the tables in
+``_cli_views``/``_cli_render`` and the demo in ``demo``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import orjson
+
+from ._cli_args import PROG, build_parser
+from ._cli_commands import COMMANDS, Outcome, Ui, check_args
+from ._cli_errors import ExitCode, UsageError, describe, exit_code_for
+from ._cli_render import make_renderer, progress_renderer
+from .auth import ApiKeyAuth
+from .client import Client
+from .redact import redact_text
+
+__all__ = ["ExitCode", "UsageError", "exit_code_for", "main"]
+
+
+def _secrets(args: argparse.Namespace) -> tuple[str, ...]:
+    values = (
+        getattr(args, "token", None),
+        getattr(args, "api_key_secret", None),
+        os.environ.get("SVC_API_TOKEN"),
+        os.environ.get("SVC_API_KEY_SECRET"),
+    )
+    return tuple(v for v in values if v)
+
+
+def _fail(exc: BaseException, args: argparse.Namespace) -> int:
+    code = exit_code_for(exc)
+    message = redact_text(describe(exc), _secrets(args))
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    if code == ExitCode.UNEXPECTED:
+        if getattr(args, "verbose", 0):
+            lines = traceback.format_exception(exc)
+            print(redact_text("".join(lines), _secrets(args)), file=sys.stderr, end="")
+        else:
+            print(f"{PROG}: run with -v for a traceback; please report it", file=sys.stderr)
+    return int(code)
+
+
+def make_client(args: argparse.Namespace) -> Client:
+    """A Client from the global options, the SVC_* variables filling what is not given."""
+    env = os.environ
+    if not (args.base_url or env.get("SVC_BASE_URL")):
+        raise UsageError("no service URL: pass --base-url or set SVC_BASE_URL")
+    auth = None
+    if args.api_key_id or args.api_key_secret:
+        if args.token:
+            raise UsageError("pass either --token or an API key, not both")
+        key_id = args.api_key_id or env.get("SVC_API_KEY_ID")
+        secret = args.api_key_secret or env.get("SVC_API_KEY_SECRET")
+        if not (key_id and secret):
+            raise UsageError(
+                "an API key needs --api-key-id and --api-key-secret"
+                " (or SVC_API_KEY_ID and SVC_API_KEY_SECRET)"
+            )
+        auth = ApiKeyAuth(key_id, secret)
+    elif not (
+        args.token
+        or env.get("SVC_API_TOKEN")
+        or (env.get("SVC_API_KEY_ID") and env.get("SVC_API_KEY_SECRET"))
+    ):
+        raise UsageError(
+            "no credentials: pass --token or --api-key-id/--api-key-secret,"
+            " or set SVC_API_TOKEN (or SVC_API_KEY_ID and SVC_API_KEY_SECRET)"
+        )
+    options: dict[str, Any] = {}
+    if args.timeout is not None:
+        options["timeout"] = args.timeout
+    return Client(
+        args.base_url, token=args.token, auth=auth, account_url=args.account_url, **options
+    )
+
+
+async def _run(args: argparse.Namespace) -> Outcome:
+    command = COMMANDS[(args.command, getattr(args, "jobs_command", None))]
+    async with make_client(args) as svc:
+        return await command(svc, args, Ui(progress=progress_renderer(sys.stderr)))
+
+
+def _print(outcome: Outcome, table: bool) -> None:
+    if table:
+        outcome.draw(make_renderer(sys.stdout))
+    else:
+        text = orjson.dumps(outcome.data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+        sys.stdout.write(text.decode() + "\n")
+    sys.stdout.flush()
+
+
+def _quiet_broken_pipe() -> None:
+    """After the reader of stdout went away: point stdout at /dev/null so exit is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _configure_logging(verbose: int) -> None:
+    if not verbose:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("svc_async")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    args = parser.parse_args(argv)
+    command_parser: argparse.ArgumentParser = getattr(args, "command_parser", parser)
+
+    def error(message: str) -> NoReturn:
+        command_parser.error(message)
+
+    check_args(args, error)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    parser = build_parser()
+    try:
+        args = _parse(parser, argv)
+    except SystemExit as exc:  # --help, --version, or a usage error (already printed)
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    if args.command == "demo":
+        from .demo import run_demo
+
+        return run_demo(delay=args.delay, seed=args.seed, color=not args.no_color, plain=args.plain)
+    _configure_logging(args.verbose)
+    try:
+        outcome = asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:
+        return _fail(exc, args)
+    try:
+        _print(outcome, args.table)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    return int(ExitCode.OK)

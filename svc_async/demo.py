@@ -1,0 +1,314 @@
+"""``svc-async demo``: a guided tour of the SDK against a FakeService on 127.0.0.1.
+
+The fake runs on a real loopback port and the tour reaches it only through the public
+SDK (``svc_async.Client``), the way an application would: organisations as a tree,
+seasons, events, every entry of every event fetched concurrently, a licence summary per
+event, a verification job created and awaited, its verdict song by song, and a tag
+search. Output uses rich when it is installed and plain text otherwise.
+
+Run it with ``python -m svc_async demo`` (or ``python -m svc_async.demo``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import sys
+import time
+from collections.abc import Sequence
+from typing import TextIO
+
+from ._cli_errors import ExitCode, describe, exit_code_for
+from ._cli_render import Renderer, Styled, make_renderer
+from ._cli_views import (
+    events_table,
+    jobs_table,
+    licence_summary,
+    org_tree,
+    seasons_table,
+    status_cell,
+    verdict_table,
+)
+from ._version import __version__
+from .client import Client
+from .errors import SvcError
+from .models import (
+    Entry,
+    Event,
+    JobRequest,
+    LicenseDetails,
+    LicenseSource,
+    LicenseStatus,
+    Organisation,
+    VerificationJob,
+)
+from .polling import PollPolicy
+from .testing import FakeService
+
+DEMO_AUDIO_URL = "https://media.example/mixes/mavericks-senior-elite-2025.mp3"
+"""The recording the demo submits (the fake picks songs from a hash of the URL)."""
+
+DEMO_TAGS = ("demo", "Seniors", "2025")
+SEARCH_TAG = "Seniors"
+CONCURRENCY = 4
+
+
+def _code(text: str) -> Styled:
+    return Styled(text, "dim italic")
+
+
+class Tour:
+    """One run of the demo: a renderer, the fake's processing delay, a clock."""
+
+    def __init__(self, ui: Renderer, *, delay: float, seed: int) -> None:
+        self.ui = ui
+        self.delay = delay
+        self.seed = seed
+        self.started = time.perf_counter()
+
+    def _elapsed(self) -> str:
+        return f"{time.perf_counter() - self.started:.1f}s"
+
+    async def run(self) -> None:
+        """Start the fake, tour the SDK, stop the fake."""
+        ui = self.ui
+        fake = FakeService(seed=self.seed, processing_delay=self.delay)
+        ui.rule(f"svc_async {__version__} - Licence Verification Service demo")
+        async with fake.serve("127.0.0.1") as url:
+            ui.line(
+                "A FakeService is listening on ",
+                Styled(url, "bold"),
+                " (seed ",
+                str(self.seed),
+                f", jobs take {self.delay:g}s).",
+            )
+            ui.line("Everything below goes through the public SDK over HTTP:")
+            ui.line(_code(f"    async with Client({url!r}, token=...) as svc:"))
+            async with Client(url, token=FakeService.DEFAULT_TOKEN) as svc:
+                orgs = await self.organisations(svc)
+                names = {o.id: o.name for o in orgs}
+                await self.seasons(svc, names)
+                events = await self.events(svc, names)
+                entries, failed = await self.entries(svc, events)
+                self.summary(events, entries, failed)
+                job = await self.verification(svc, orgs)
+                self.verdict(job)
+                await self.search(svc)
+                self.footer(svc)
+
+    async def organisations(self, svc: Client) -> list[Organisation]:
+        """The organisation tree."""
+        self.ui.rule("1. Organisations")
+        self.ui.line(_code("orgs = await svc.orgs.list()"))
+        orgs = await svc.orgs.list()
+        self.ui.tree(org_tree(orgs, "Organisations you can access"))
+        return orgs
+
+    async def seasons(self, svc: Client, names: dict[int, str]) -> None:
+        """Every season."""
+        self.ui.rule("2. Seasons")
+        self.ui.line(_code("seasons = await svc.seasons.list()"))
+        self.ui.table(seasons_table(await svc.seasons.list(), names))
+
+    async def events(self, svc: Client, names: dict[int, str]) -> list[Event]:
+        """Every event, page by page."""
+        self.ui.rule("3. Events")
+        self.ui.line(_code("events = [e async for e in svc.events.iter()]"))
+        events = [event async for event in svc.events.iter()]
+        self.ui.table(events_table(events, names))
+        return events
+
+    async def entries(
+        self, svc: Client, events: Sequence[Event]
+    ) -> tuple[dict[int, list[Entry]], list[int]]:
+        """Every entry of every event, a few events at a time, with a progress bar."""
+        self.ui.rule("4. Entries of every event, fetched concurrently")
+        self.ui.line(
+            _code(f"async for batch in svc.entries.for_events(ids, concurrency={CONCURRENCY}):")
+        )
+        found: dict[int, list[Entry]] = {}
+        failed: list[int] = []
+        began = time.perf_counter()
+        with self.ui.progress(f"Entries of {len(events)} events", len(events)) as bar:
+            batches = svc.entries.for_events(
+                [e.id for e in events],
+                concurrency=CONCURRENCY,
+                progress=lambda done, total: bar.advance(),
+            )
+            async with contextlib.aclosing(batches):
+                async for batch in batches:
+                    if batch.error is not None:
+                        failed.append(batch.event_id)
+                    else:
+                        found[batch.event_id] = batch.entries
+        took = time.perf_counter() - began
+        count = sum(len(v) for v in found.values())
+        recordings = sum(1 for v in found.values() for e in v if e.sound_recording is not None)
+        self.ui.line(
+            Styled(str(count), "bold"),
+            f" entries ({recordings} with a recording) from {len(found)} events in",
+            f" {took * 1000:.0f} ms, at most {CONCURRENCY} requests in flight.",
+        )
+        for event_id in failed:
+            self.ui.line(Styled(f"event {event_id} failed", "bold red"))
+        return found, failed
+
+    def summary(
+        self, events: Sequence[Event], entries: dict[int, list[Entry]], failed: Sequence[int]
+    ) -> None:
+        """Licence status counts per event."""
+        self.ui.rule("5. Licence status summary")
+        self.ui.table(licence_summary(events, entries, failed))
+
+    def _request(self, orgs: Sequence[Organisation]) -> JobRequest:
+        root = next((o for o in orgs if o.parent_id is None), orgs[0])
+        return JobRequest(
+            name="Manchester Mavericks - Senior Elite routine",
+            email="producer@service.example",
+            organisation_id=root.id,
+            audio_file_url=DEMO_AUDIO_URL,
+            start_date=dt.date(2025, 3, 14),
+            end_date=dt.date(2025, 3, 16),
+            required_territories=["GB", "US", "FR"],
+            external_id="MAV-SE-2025",
+            tags=list(DEMO_TAGS),
+            license_details=[
+                LicenseDetails(
+                    license_source=LicenseSource.OTHER,
+                    license_source_name="Club music library",
+                    license_file_urls=["https://licences.example/mavericks-2025.pdf"],
+                )
+            ],
+        )
+
+    async def verification(self, svc: Client, orgs: Sequence[Organisation]) -> VerificationJob:
+        """Create a job, then wait for it, showing each status as it changes."""
+        ui = self.ui
+        ui.rule("6. A verification job, created and awaited")
+        request = self._request(orgs)
+        ui.line(
+            "Submitting ",
+            Styled(request.audio_file_url, "bold"),
+            " for ",
+            ", ".join(request.required_territories),
+            ".",
+        )
+        ui.line(_code("job = await svc.jobs.create(JobRequest(...))"))
+        job = await svc.jobs.create(request)
+        ui.line(
+            "Created job ",
+            Styled(f"#{job.id}", "bold"),
+            " with status ",
+            status_cell(job.status),
+            ".",
+        )
+        ui.line(_code("job = await svc.jobs.wait(job.id, on_status=show)"))
+        began = time.perf_counter()
+
+        def show(snapshot: VerificationJob) -> None:
+            ui.line(
+                Styled(f"  +{time.perf_counter() - began:4.1f}s  ", "dim"),
+                status_cell(snapshot.status),
+            )
+
+        interval = max(0.1, min(0.5, self.delay / 12))
+        policy = PollPolicy(
+            initial=interval,
+            multiplier=1.0,
+            max_interval=interval,
+            jitter=0.0,
+            timeout=self.delay + 30.0,
+        )
+        with ui.status(f"Waiting for job #{job.id}..."):
+            job = await svc.jobs.wait(job.id, policy=policy, on_status=show)
+        return job
+
+    def verdict(self, job: VerificationJob) -> None:
+        """The job's songs and the checks that did not pass."""
+        ui = self.ui
+        ui.rule("7. The verdict, song by song")
+        if job.error_message:
+            ui.line(Styled(f"Job #{job.id} failed: {job.error_message}", "bold red"))
+            return
+        ui.table(verdict_table(job))
+        if job.recording is not None:
+            songs = job.recording.songs
+            good = sum(1 for song in songs if song.license_status == LicenseStatus.LICENSED)
+            ui.line(
+                "Overall: ",
+                status_cell(job.recording.license_status),
+                f" ({good} of {len(songs)} songs licensed for",
+                f" {', '.join(job.required_territories)}).",
+            )
+
+    async def search(self, svc: Client) -> None:
+        """Jobs carrying a tag."""
+        self.ui.rule("8. Searching jobs by tag")
+        self.ui.line(_code(f"page = await svc.jobs.search(tags=[{SEARCH_TAG!r}])"))
+        page = await svc.jobs.search(tags=[SEARCH_TAG])
+        title = f"Jobs tagged {SEARCH_TAG!r}: {len(page.jobs)} of {page.count}"
+        self.ui.table(jobs_table(page.jobs, title))
+
+    def footer(self, svc: Client) -> None:
+        """Rate limit left and time taken."""
+        self.ui.rule("Done")
+        rate = svc.rate_limit
+        if rate is not None and rate.remaining is not None:
+            self.ui.line(
+                f"Rate limit: {rate.remaining} of {rate.limit} requests left in this window",
+                f" (svc.rate_limit). Tour finished in {self._elapsed()}.",
+            )
+        else:
+            self.ui.line(f"Tour finished in {self._elapsed()}.")
+
+
+def _width(out: TextIO) -> int | None:
+    """Let a terminal decide; elsewhere (pipes, CI logs) use 110 columns."""
+    isatty = getattr(out, "isatty", None)
+    return None if callable(isatty) and isatty() else 110
+
+
+def run_demo(
+    *,
+    delay: float = 3.0,
+    seed: int = 0,
+    color: bool = True,
+    plain: bool = False,
+    out: TextIO | None = None,
+) -> int:
+    """Run the tour and return an exit code (0 on success)."""
+    stream = out if out is not None else sys.stdout
+    ui = make_renderer(stream, color=None if color else False, plain=plain, width=_width(stream))
+    tour = Tour(ui, delay=delay, seed=seed)
+    try:
+        asyncio.run(tour.run())
+    except KeyboardInterrupt:
+        print("svc-async demo: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except SvcError as exc:
+        print(f"svc-async demo: error: {describe(exc)}", file=sys.stderr)
+        return int(exit_code_for(exc))
+    return int(ExitCode.OK)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m svc_async.demo [--no-color] [--delay S] [--seed N]``."""
+    from ._cli_args import add_demo_options
+
+    parser = argparse.ArgumentParser(
+        prog="python -m svc_async.demo",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_demo_options(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    return run_demo(delay=args.delay, seed=args.seed, color=not args.no_color, plain=args.plain)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
