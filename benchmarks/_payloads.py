@@ -32,7 +32,10 @@ def entries(count: int, songs_per_entry: int = 5) -> list[dict[str, Any]]:
         entry["name"] = f"Team {i}"
         recording = entry["soundRecording"]
         recording["songs"] = [
-            {**copy.deepcopy(song_templates[(i + j) % len(song_templates)]), "title": f"Song {i}.{j}"}
+            {
+                **copy.deepcopy(song_templates[(i + j) % len(song_templates)]),
+                "title": f"Song {i}.{j}",
+            }
             for j in range(songs_per_entry)
         ]
         out.append(entry)
