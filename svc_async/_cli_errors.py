@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from enum import IntEnum
 
 from .errors import (
@@ -57,22 +56,9 @@ def exit_code_for(exc: BaseException) -> ExitCode:
     return ExitCode.UNEXPECTED
 
 
-_TITLE = re.compile(r"(?is)<title>(.*?)</title>")
-
-
-def _api_text(exc: APIError) -> str:
-    """The error's text; an HTML error page (proxies, gateways) shrinks to its title."""
-    if isinstance(exc.body, str) and exc.body.lstrip().startswith("<"):
-        where = f" for {exc.method} {exc.url}" if exc.method else ""
-        title = _TITLE.search(exc.body)
-        detail = " ".join(title.group(1).split()) if title else "an HTML page"
-        return f"HTTP {exc.status}{where}: {detail}"
-    return str(exc)
-
-
 def describe(exc: BaseException) -> str:
     """One line for people: what went wrong and, where it helps, what to check."""
-    raw = _api_text(exc) if isinstance(exc, APIError) else str(exc)
+    raw = str(exc)
     text = " ".join(raw.split()) or type(exc).__name__
     if isinstance(exc, AuthenticationError):
         return f"{text} (check --token / SVC_API_TOKEN or the API key)"

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ._cli_render import Cell, Column, Segment, Styled, Table, TreeNode
 from .models import (
+    CREATION_TAG_PREFIX,
     LICENSE_CHECK_NAMES,
     CheckResult,
     Entry,
@@ -24,7 +25,6 @@ from .models import (
     Song,
     VerificationJob,
 )
-from .resources.jobs import CREATION_TAG_PREFIX
 
 _STYLES: dict[str, str] = {
     LicenseStatus.LICENSED: "bold green",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -114,9 +115,20 @@ class APIError(SvcError):
         where = f" for {self.method} {self.url}" if self.method else ""
         detail = self.message or self.error
         if detail is None and isinstance(self.body, str) and self.body.strip():
-            text = " ".join(self.body.split())
-            detail = text[:120] + ("..." if len(text) > 120 else "")
+            detail = _text_detail(self.body)
         return f"HTTP {self.status}{where}" + (f": {detail}" if detail else "")
+
+
+_HTML_TITLE = re.compile(r"(?is)<(title|h1)[^>]*>(.*?)</\1>")
+
+
+def _text_detail(body: str) -> str:
+    """A short detail from a non-JSON error body: an HTML page shrinks to its title."""
+    if body.lstrip().startswith("<"):
+        found = _HTML_TITLE.search(body)
+        return " ".join(found.group(2).split()) if found else "an HTML page"
+    text = " ".join(body.split())
+    return text[:120] + ("..." if len(text) > 120 else "")
 
 
 class RedirectError(APIError):

@@ -70,6 +70,9 @@ class SignupFieldType(StrEnum):
     SINGLE_SELECT = "singleSelect"
 
 
+CREATION_TAG_PREFIX = "svc-async-create:"
+"""Prefix of the unique tag ``jobs.create`` adds to find a job after a lost answer."""
+
 FINISHED_JOB_STATUSES: frozenset[str] = frozenset({JobStatus.COMPLETED, JobStatus.ERRORED})
 """Job statuses after which the service does no more work on a job."""
 
@@ -335,6 +338,11 @@ class VerificationJob:
     def is_finished(self) -> bool:
         """True once the service will do no more work: Completed, Errored, or an error message."""
         return self.status in FINISHED_JOB_STATUSES or bool(self.error_message)
+
+    @property
+    def user_tags(self) -> list[str]:
+        """The job's tags without the SDK's own creation tag."""
+        return [t for t in self.tags if not t.startswith(CREATION_TAG_PREFIX)]
 
     @property
     def failed(self) -> bool:

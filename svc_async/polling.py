@@ -51,7 +51,6 @@ JobIds = Iterable[int]
 """The ids ``wait_many`` waits for (any iterable of ints; duplicates are ignored)."""
 
 _TRANSIENT = (TransportError, ServerError, RateLimitError)
-_CREATION_TAG_PREFIX = "svc-async-create:"  # resources.jobs.CREATION_TAG_PREFIX
 _MAX_PAGES = 5
 """Search pages read per tick by ``wait_many`` (100 jobs each)."""
 _MIN_BATCH = 4
@@ -316,7 +315,7 @@ async def create_and_wait(
 
 
 def _common_tags(job: VerificationJob) -> tuple[str, ...]:
-    tags = [t for t in job.tags if not t.startswith(_CREATION_TAG_PREFIX)]
+    tags = job.user_tags
     return tuple(dict.fromkeys(tags))[: v.MAX_SEARCH_TAGS]
 
 

@@ -204,18 +204,21 @@ class AiohttpTransport:
         t = timeout or Timeout()
         return aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read)
 
+    def _open(self, request: Request) -> Any:
+        """Start ``request`` on the session; never follows redirects."""
+        return self._get_session().request(
+            request.method,
+            request.url,
+            headers=request.headers,
+            data=request.content,
+            timeout=self._client_timeout(request.timeout),
+            allow_redirects=False,
+        )
+
     async def send(self, request: Request) -> Response:
         """Send ``request``; every aiohttp failure comes back as a redacted TransportError."""
-        session = self._get_session()
         try:
-            async with session.request(
-                request.method,
-                request.url,
-                headers=request.headers,
-                data=request.content,
-                timeout=self._client_timeout(request.timeout),
-                allow_redirects=False,
-            ) as resp:
+            async with self._open(request) as resp:
                 content = await self._read_body(resp)
                 return Response(status=resp.status, headers=resp.headers, content=content)
         except TransportError:
@@ -246,16 +249,10 @@ class AiohttpTransport:
     @asynccontextmanager
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
         """Open ``request`` and yield the response with its body unread."""
-        session = self._get_session()
         try:
-            resp = await session.request(
-                request.method,
-                request.url,
-                headers=request.headers,
-                data=request.content,
-                timeout=self._client_timeout(request.timeout),
-                allow_redirects=False,
-            )
+            resp = await self._open(request)
+        except TransportError:
+            raise
         except Exception as exc:
             raise _wrap_error(exc, request) from None
         try:

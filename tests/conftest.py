@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from aiohttp import web
 
 from svc_async import retry
 
@@ -16,6 +19,19 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def load(name: str) -> Any:
     """A published example, decoded."""
     return orjson.loads((FIXTURES / name).read_bytes())
+
+
+@asynccontextmanager
+async def serve_app(app: web.Application) -> AsyncIterator[str]:
+    """Serve an aiohttp app on a free loopback port; yields its base URL."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import io
 import tracemalloc
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -14,20 +12,9 @@ from aiohttp import web
 from svc_async import Client, MockTransport, Request, Response, SignedURLExpired, TransportError
 from svc_async.errors import NotFoundError
 
+from .conftest import serve_app
+
 MB = 1024 * 1024
-
-
-@asynccontextmanager
-async def _serve(app: web.Application) -> AsyncIterator[str]:
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
 
 
 def _storage(seen: list[dict[str, str]], size: int = 4 * MB) -> web.Application:
@@ -65,7 +52,7 @@ def _storage(seen: list[dict[str, str]], size: int = 4 * MB) -> web.Application:
 async def test_streams_in_constant_memory_without_auth_to_storage(tmp_path: Path) -> None:
     seen: list[dict[str, str]] = []
     size = 200 * MB
-    async with _serve(_storage(seen, size)) as storage:
+    async with serve_app(_storage(seen, size)) as storage:
         async with Client("http://127.0.0.1:9", token="api-secret-token") as svc:
             tracemalloc.start()
             try:
@@ -84,7 +71,7 @@ async def test_streams_in_constant_memory_without_auth_to_storage(tmp_path: Path
 
 
 async def test_expired_link_raises_signed_url_expired(tmp_path: Path) -> None:
-    async with _serve(_storage([])) as storage:
+    async with serve_app(_storage([])) as storage:
         async with Client("http://127.0.0.1:9", token="t") as svc:
             with pytest.raises(SignedURLExpired) as info:
                 await svc.download(
@@ -97,7 +84,7 @@ async def test_expired_link_raises_signed_url_expired(tmp_path: Path) -> None:
 
 
 async def test_interrupted_download_leaves_no_partial_file(tmp_path: Path) -> None:
-    async with _serve(_storage([], 4 * MB)) as storage:
+    async with serve_app(_storage([], 4 * MB)) as storage:
         async with Client("http://127.0.0.1:9", token="t") as svc:
             with pytest.raises(TransportError):
                 await svc.download(f"{storage}/rec/a.mp3?cut=1", tmp_path / "a.mp3")
@@ -107,7 +94,7 @@ async def test_interrupted_download_leaves_no_partial_file(tmp_path: Path) -> No
 async def test_auth_goes_to_the_api_origin_but_not_across_a_redirect(tmp_path: Path) -> None:
     storage_seen: list[dict[str, str]] = []
     api_seen: list[dict[str, str]] = []
-    async with _serve(_storage(storage_seen, 1000)) as storage:
+    async with serve_app(_storage(storage_seen, 1000)) as storage:
 
         async def redirect(request: web.Request) -> web.Response:
             api_seen.append(dict(request.headers))
@@ -115,7 +102,7 @@ async def test_auth_goes_to_the_api_origin_but_not_across_a_redirect(tmp_path: P
 
         api_app = web.Application()
         api_app.router.add_get("/api/files/download", redirect)
-        async with _serve(api_app) as api:
+        async with serve_app(api_app) as api:
             async with Client(api, token="api-secret-token") as svc:
                 buffer = io.BytesIO()
                 result = await svc.download(f"{api}/api/files/download?t=jwt", buffer)

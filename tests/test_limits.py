@@ -4,27 +4,15 @@ from __future__ import annotations
 
 import tracemalloc
 import zlib
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import pytest
 from aiohttp import web
 
 from svc_async import AiohttpTransport, Client, ResponseTooLargeError
 
+from .conftest import serve_app
+
 MB = 1024 * 1024
-
-
-@asynccontextmanager
-async def _serve(app: web.Application) -> AsyncIterator[str]:
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
 
 
 def _app() -> tuple[web.Application, dict[str, int]]:
@@ -77,7 +65,7 @@ def _gzip_bomb(size: int) -> bytes:
 async def test_body_over_the_cap_raises_and_is_not_retried(path: str) -> None:
     app, counts = _app()
     cap = 4 * MB
-    async with _serve(app) as url:
+    async with serve_app(app) as url:
         transport = AiohttpTransport(max_body_size=cap)
         async with Client(url, token="t", transport=transport) as svc:
             tracemalloc.start()

@@ -20,7 +20,7 @@ from ..errors import (
     SvcError,
     TransportError,
 )
-from ..models import JobRequest, JobSearchResults, VerificationJob
+from ..models import CREATION_TAG_PREFIX, JobRequest, JobSearchResults, VerificationJob
 from ..pagination import iter_counted
 from ..polling import JobIds, OnStatus, PollPolicy
 from ..retry import RetryPolicy, parse_retry_after
@@ -32,8 +32,6 @@ CREATE_PATH = "/api/public/v1/verification-job"
 GET_PATH = "/api/public/v1/verification-job/{id}"
 SEARCH_PATH = "/api/public/v1/verification-job/search"
 
-CREATION_TAG_PREFIX = "svc-async-create:"
-"""Prefix of the unique tag added to each create, used to find a job after a lost answer."""
 
 _AMBIGUOUS_STATUSES = frozenset({500, 502, 504})
 
