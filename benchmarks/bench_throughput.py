@@ -1,0 +1,389 @@
+"""Per-call throughput on loopback: the SDK's Client against raw aiohttp + orjson and httpx.
+
+A minimal aiohttp server runs in a separate process (this script with ``--serve``) on
+127.0.0.1 and answers two routes with fixed bodies and ``x-ratelimit-*`` headers:
+
+* small: ``GET /api/public/v1/verification-job/4`` -> one VerificationJob (the
+  create-verification-job example), read with ``svc.jobs.get(4)``;
+* big:   ``POST /api/public/v1/event/1/entries`` -> 1,000 entries (``_payloads``), read
+  with ``svc.entries.for_event(1)``.
+
+Candidates, each one long-lived client used at concurrency 1 and 32 for a fixed number
+of calls per sample: ``sdk`` (``rate_limit=False``), ``sdk+pacing`` (small body only),
+``aiohttp`` (one shared ClientSession, same method, URL and headers, ``await resp.read()``
++ ``orjson.loads``: the limit, ratio 1.0) and ``httpx`` (AsyncClient with the same pool
+size, ``orjson.loads(resp.content)``). For the big body the converter's structuring time
+is also measured alone (``structure`` on already-decoded JSON) in the same rounds.
+
+    python benchmarks/bench_throughput.py [--quick]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import cProfile
+import pstats
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import _harness as h
+import _payloads
+import aiohttp
+import httpx
+import orjson
+
+from svc_async import Client
+from svc_async._version import __version__
+from svc_async.converter import structure
+from svc_async.models import Entry
+
+FIXTURE = (
+    Path(__file__).resolve().parent.parent / "tests/fixtures/create-verification-job.response.json"
+)
+JOB_PATH = "/api/public/v1/verification-job/4"
+ENTRIES_PATH = "/api/public/v1/event/1/entries"
+BIG_ENTRIES = 1000
+TOKEN = "bench-token"
+HEADERS = {
+    "User-Agent": f"svc-async/{__version__}",
+    "Accept": "application/json",
+    "Authorization": f"Bearer {TOKEN}",
+}
+RATE_HEADERS = {
+    "x-ratelimit-limit": "1000000",
+    "x-ratelimit-remaining": "999999",
+    "x-ratelimit-reset": "60",
+}
+SERVER_LIFETIME = 600.0
+"""The server process stops by itself after this many seconds, whatever happens."""
+
+
+# ------------------------------------------------------------------ server process
+
+
+async def _serve() -> None:
+    """Serve the two routes on a free 127.0.0.1 port; print it; stop on stdin EOF."""
+    from aiohttp import web
+
+    small = FIXTURE.read_bytes()
+    big = _payloads.entries_json(BIG_ENTRIES)
+    headers = {"Content-Type": "application/json; charset=utf-8", **RATE_HEADERS}
+
+    async def job(_: web.Request) -> web.Response:
+        return web.Response(body=small, headers=headers)
+
+    async def entries(_: web.Request) -> web.Response:
+        return web.Response(body=big, headers=headers)
+
+    app = web.Application()
+    app.router.add_get(JOB_PATH, job)
+    app.router.add_post(ENTRIES_PATH, entries)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+    await site.start()
+    print(runner.addresses[0][1], flush=True)
+    loop = asyncio.get_running_loop()
+    try:
+        await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.read), SERVER_LIFETIME)
+    finally:
+        await runner.cleanup()
+
+
+class Server:
+    """The server subprocess, as a context manager yielding its base URL."""
+
+    def __enter__(self) -> str:
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert self.proc.stdout is not None
+        port = int(self.proc.stdout.readline())
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# ------------------------------------------------------------------ client side
+
+Call = Callable[[], Awaitable[Any]]
+
+
+async def run_calls(call: Call, calls: int, concurrency: int) -> float:
+    """Make ``calls`` calls with ``concurrency`` workers; return seconds per call."""
+    left = calls
+
+    async def worker() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            await call()
+
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return (loop.time() - start) / calls
+
+
+class Clients:
+    """The long-lived clients of every candidate, opened and closed together."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+
+    async def __aenter__(self) -> Clients:
+        self.sdk = await Client(self.base, token=TOKEN, rate_limit=False).__aenter__()
+        self.paced = await Client(self.base, token=TOKEN, rate_limit=True).__aenter__()
+        self.session = aiohttp.ClientSession()
+        limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+        self.httpx = httpx.AsyncClient(limits=limits)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.sdk.aclose()
+        await self.paced.aclose()
+        await self.session.close()
+        await self.httpx.aclose()
+
+    def small(self) -> dict[str, Call]:
+        """One call of each candidate for the small body."""
+        url = self.base + JOB_PATH
+
+        async def raw() -> Any:
+            async with self.session.get(url, headers=HEADERS) as resp:
+                return orjson.loads(await resp.read())
+
+        async def via_httpx() -> Any:
+            return orjson.loads((await self.httpx.get(url, headers=HEADERS)).content)
+
+        return {
+            "aiohttp": raw,
+            "sdk": lambda: self.sdk.jobs.get(4),
+            "sdk+pacing": lambda: self.paced.jobs.get(4),
+            "httpx": via_httpx,
+        }
+
+    def big(self) -> dict[str, Call]:
+        """One call of each candidate for the 1,000-entry body."""
+        url = self.base + ENTRIES_PATH
+
+        async def raw() -> Any:
+            async with self.session.post(url, headers=HEADERS) as resp:
+                return orjson.loads(await resp.read())
+
+        async def via_httpx() -> Any:
+            return orjson.loads((await self.httpx.post(url, headers=HEADERS)).content)
+
+        return {"aiohttp": raw, "sdk": lambda: self.sdk.entries.for_event(1), "httpx": via_httpx}
+
+
+def _sampler(loop: asyncio.AbstractEventLoop, call: Call, calls: int, conc: int) -> h.Sample:
+    return lambda: loop.run_until_complete(run_calls(call, calls, conc))
+
+
+def measure(
+    loop: asyncio.AbstractEventLoop, clients: Clients, quick: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every (body, concurrency) case; returns the detailed rows and the summary figures."""
+    big_data = orjson.loads(_payloads.entries_json(BIG_ENTRIES))
+    plan = [
+        ("small", 1, 300 if quick else 2000, 2 if quick else 3),
+        ("small", 32, 300 if quick else 2000, 2 if quick else 3),
+        ("big", 1, 3 if quick else 8, 2 if quick else 3),
+        ("big", 32, 8 if quick else 32, 2 if quick else 3),
+    ]
+    rows, summary = [], []
+    for body, conc, calls, repeats in plan:
+        calls_of = clients.small() if body == "small" else clients.big()
+        cases = {name: _sampler(loop, call, calls, conc) for name, call in calls_of.items()}
+        if body == "big":
+            cases["structure alone"] = h.timed(lambda: structure(big_data, list[Entry]), 2)
+        stats = h.compare(cases, repeats=repeats, warmup=1)
+        limit = stats["aiohttp"].median
+        row: dict[str, Any] = {
+            "body": body,
+            "concurrency": conc,
+            "calls_per_sample": calls,
+            "repeats": repeats,
+            "calls_per_second": {
+                n: round(1 / s.median, 1) for n, s in stats.items() if n != "structure alone"
+            },
+            "timings_per_call": {n: s.as_dict() for n, s in stats.items()},
+        }
+        label = f"{body} c={conc}"
+        if body == "small":
+            row["throughput_vs_aiohttp"] = {
+                n: h.ratio(limit, s.median) for n, s in stats.items() if n != "aiohttp"
+            }
+            for name, value in row["throughput_vs_aiohttp"].items():
+                target, met = (
+                    (">= 0.9", value >= 0.9) if conc == 32 and name == "sdk" else (None, None)
+                )
+                summary.append(
+                    h.figure(f"{label}: {name} throughput / aiohttp", value, target=target, met=met)
+                )
+        else:
+            alone = stats["structure alone"].median
+            allowance = limit + alone
+            row["structure_alone_s"] = round(alone, 6)
+            row["sdk_vs_aiohttp_plus_structure"] = h.ratio(stats["sdk"].median, allowance)
+            row["time_per_call_vs_aiohttp"] = {
+                n: h.ratio(s.median, limit) for n, s in stats.items() if n != "aiohttp"
+            }
+            value = row["sdk_vs_aiohttp_plus_structure"]
+            summary.append(
+                h.figure(
+                    f"{label}: sdk time / (aiohttp + structure)",
+                    value,
+                    target="<= 1.05",
+                    met=value <= 1.05,
+                )
+            )
+            for name in ("sdk", "httpx", "structure alone"):
+                summary.append(
+                    h.figure(
+                        f"{label}: {name} time / aiohttp", row["time_per_call_vs_aiohttp"][name]
+                    )
+                )
+        rows.append(row)
+        print(f"  {label}: {row['calls_per_second']}", flush=True)
+    return rows, summary
+
+
+def _package(filename: str, func: str) -> str:
+    """Which package a profiled function belongs to (generated attrs/cattrs code by model)."""
+    if "generated" in filename:
+        return (
+            "svc_async (generated attrs/cattrs)" if "svc_async" in filename else "attrs generated"
+        )
+    if "svc_async" in filename:
+        return "svc_async"
+    for name in ("aiohttp", "multidict", "yarl", "asyncio", "cattrs", "attr"):
+        if f"/{name}/" in filename:
+            return name
+    if filename == "~" and "orjson" in func:
+        return "orjson.loads"
+    if filename == "~":
+        return "socket send/recv" if "_socket.socket" in func else "other builtins"
+    return "other"
+
+
+def profile(
+    loop: asyncio.AbstractEventLoop, calls_of: dict[str, Call], calls: int
+) -> dict[str, Any]:
+    """cProfile of ``calls`` calls at concurrency 32 per candidate (client process only).
+
+    Returns, per candidate, profiled microseconds per call by package and, for the SDK,
+    its own functions by self time. Profiling inflates every figure about 2x; compare
+    the rows with each other, not with the timings.
+    """
+    out: dict[str, Any] = {}
+    for name, call in calls_of.items():
+        profiler = cProfile.Profile()
+        profiler.enable()
+        loop.run_until_complete(run_calls(call, calls, 32))
+        profiler.disable()
+        stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+        by_package: dict[str, float] = {}
+        own = []
+        for (filename, line, func), (_, _, tottime, cumtime, _) in stats.items():
+            package = _package(filename, func)
+            by_package[package] = by_package.get(package, 0.0) + tottime
+            if "svc_async" in filename:
+                where = (
+                    filename.rsplit("svc_async/", 1)[-1] if "svc_async/" in filename else filename
+                )
+                own.append(
+                    {
+                        "function": func,
+                        "where": f"{where}:{line}",
+                        "self_us": round(1e6 * tottime / calls, 1),
+                        "cum_us": round(1e6 * cumtime / calls, 1),
+                    }
+                )
+        out[name] = {
+            "profiled_us_per_call": round(1e6 * sum(by_package.values()) / calls, 1),
+            "by_package_us": {
+                k: round(1e6 * v / calls, 1)
+                for k, v in sorted(by_package.items(), key=lambda kv: -kv[1])
+            },
+        }
+        if own:
+            own.sort(key=lambda r: -r["self_us"])
+            out[name]["svc_async_self_time"] = own[:15]
+    return out
+
+
+def main() -> None:
+    """Start the server process, measure, write results/throughput.json."""
+    if "--serve" in sys.argv[1:]:
+        asyncio.run(_serve())
+        return
+    quick = h.is_quick()
+    loop = asyncio.new_event_loop()
+    try:
+        with Server() as base:
+            clients = loop.run_until_complete(Clients(base).__aenter__())
+            try:
+                rows, summary = measure(loop, clients, quick)
+                small = clients.small()
+                profiles = {
+                    "small_c32": profile(
+                        loop, {k: small[k] for k in ("aiohttp", "sdk")}, 300 if quick else 1000
+                    ),
+                    "big_c32": profile(
+                        loop,
+                        {"aiohttp": clients.big()["aiohttp"], "sdk": clients.big()["sdk"]},
+                        4 if quick else 16,
+                    ),
+                }
+            finally:
+                loop.run_until_complete(clients.__aexit__(None, None, None))
+    finally:
+        loop.close()
+    h.write_result(
+        "throughput",
+        {
+            "server": "aiohttp in a separate process on 127.0.0.1",
+            "baseline": "aiohttp ClientSession + orjson.loads (ratio 1.0)",
+            "cases": rows,
+            "profiles": profiles,
+            "summary": summary,
+        },
+    )
+    for case, per_candidate in profiles.items():
+        print(f"\nprofile {case} (client process, profiled us per call by package):")
+        names = list(per_candidate)
+        packages = list(
+            dict.fromkeys(p for c in per_candidate.values() for p in c["by_package_us"])
+        )
+        print(
+            h.format_table(
+                ("package", *names),
+                (
+                    [p, *(per_candidate[n]["by_package_us"].get(p, 0.0) for n in names)]
+                    for p in packages[:10]
+                ),
+            )
+        )
+        print(f"svc_async functions ({case}), by self time:")
+        print(
+            h.format_table(
+                ("function", "where", "self us", "cum us"),
+                (list(r.values()) for r in per_candidate["sdk"]["svc_async_self_time"][:10]),
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()
