@@ -86,16 +86,24 @@ class Stats:
 
 
 def compare(
-    cases: Mapping[str, Sample], *, repeats: int, warmup: int = 1, gc_on: bool = True
+    cases: Mapping[str, Sample],
+    *,
+    repeats: int,
+    warmup: int = 1,
+    gc_on: bool = True,
+    collect: bool = True,
 ) -> dict[str, Stats]:
     """Run every case ``warmup + repeats`` times, round-robin; keep the last ``repeats``.
 
     ``gc_on=False`` pauses the collector during each sample (a pure-CPU comparison).
+    ``collect=False`` skips the ``gc.collect()`` before each sample: a steady state in
+    which each candidate also pays the collections its own garbage left behind.
     """
     samples: dict[str, list[float]] = {name: [] for name in cases}
     for round_no in range(warmup + repeats):
         for name, case in cases.items():
-            gc.collect()
+            if collect:
+                gc.collect()
             if not gc_on:
                 gc.disable()
             try:

@@ -11,7 +11,8 @@ examples (``_payloads.entries_json``). Every candidate parses the same bytes ful
 Ratios are medians against the orjson median of the same size, interleaved round-robin.
 The collector is on while timing (production conditions; the SDK pauses it inside
 ``structure`` itself); at 1,000 entries a second pass with it paused for every candidate
-gives the pure-CPU ratios. A cProfile of the SDK pass at 1,000 entries names where its
+gives the pure-CPU ratios, and a third without the ``gc.collect()`` between samples
+gives the steady state, where each candidate pays the collections of its own garbage. A cProfile of the SDK pass at 1,000 entries names where its
 time goes.
 
     python benchmarks/bench_decode.py [--quick]
@@ -123,6 +124,21 @@ def main() -> None:
             for name in ("sdk", "msgspec", "pydantic"):
                 value = h.ratio(off[name].median, floor_off)
                 summary.append(h.figure(f"{name} / orjson @{count} (gc off)", value))
+            steady = h.compare(cases, repeats=repeats, warmup=1, collect=False)
+            floor_steady = steady["orjson"].median
+            sizes[-1]["steady_state"] = {
+                "ratio_to_orjson": {n: h.ratio(s.median, floor_steady) for n, s in steady.items()},
+                "timings": {n: s.as_dict() for n, s in steady.items()},
+            }
+            for name in ("sdk", "msgspec", "pydantic"):
+                value = h.ratio(steady[name].median, floor_steady)
+                summary.append(h.figure(f"{name} / orjson @{count} (steady, no collect)", value))
+            summary.append(
+                h.figure(
+                    f"sdk / pydantic @{count} (steady, no collect)",
+                    h.ratio(steady["sdk"].median, steady["pydantic"].median),
+                )
+            )
         vs_pyd = sizes[-1]["sdk_vs_pydantic"]
         target, met = ("< 1", vs_pyd < 1) if count == TARGET_SIZE else (None, None)
         summary.append(h.figure(f"sdk / pydantic @{count}", vs_pyd, target=target, met=met))

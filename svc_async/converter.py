@@ -26,6 +26,7 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from . import models as m
+from ._codegen import make_checks_fn, make_structure_fn
 from .errors import ResponseDecodeError
 
 T = TypeVar("T")
@@ -392,7 +393,14 @@ def _configure(conv: cattrs.Converter, detailed: bool) -> None:
         (str | list[str] | None, _entry_value),
     ):
         conv.register_structure_hook_func(_exactly(tp), hook)
-    conv.register_structure_hook(m.LicenseChecks, _license_checks)
+    conv.register_structure_hook(
+        m.LicenseChecks,
+        _license_checks
+        if detailed
+        else make_checks_fn(
+            m.LicenseChecks, m.LICENSE_CHECK_NAMES, m.TERRITORY_MATCH_KEY, m.CheckResult
+        ),
+    )
     conv.register_structure_hook_factory(_is_open_enum_union, _open_enum_union_hook)
     conv.register_structure_hook_factory(_is_model_list, _list_hook_factory(detailed, conv))
     conv.register_structure_hook_factory(_is_optional_model, _optional_model_factory(conv))
@@ -417,8 +425,9 @@ def _renames(cls: type) -> dict[str, Any]:
 
 def _structure_factory(conv: cattrs.Converter, detailed: bool) -> Callable[[Any], Any]:
     def factory(cls: Any) -> Callable[[Any, Any], Any]:
-        hook = make_dict_structure_fn(cls, conv, **_renames(cls))
-        return _object_checked(hook) if detailed else hook
+        if not detailed:
+            return make_structure_fn(cls, json_name, conv.get_structure_hook)
+        return _object_checked(make_dict_structure_fn(cls, conv, **_renames(cls)))
 
     return factory
 
