@@ -94,6 +94,7 @@ class ApiKeyAuth:
         self._access: str | None = None
         self._refresh: str | None = None
         self._lock: asyncio.Lock | None = None
+        self._header: tuple[str | None, dict[str, str]] | None = None
         self.logins = 0
         self.refreshes = 0
 
@@ -116,7 +117,9 @@ class ApiKeyAuth:
             async with self._get_lock():
                 if self._access is None:
                     await self._login(call)
-        return {"Authorization": f"Bearer {self._access}"}
+        if self._header is None or self._header[0] != self._access:
+            self._header = (self._access, {"Authorization": f"Bearer {self._access}"})
+        return self._header[1]
 
     async def renew(self, call: AccountCall, rejected: Mapping[str, str]) -> bool:
         """Refresh (or log in again) unless another caller already did since ``rejected``."""

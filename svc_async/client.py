@@ -18,6 +18,7 @@ from typing import IO, Any, Literal, Self
 import attrs
 import orjson
 import yarl
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of
@@ -85,6 +86,9 @@ class _Shared:
     budget: RetryBudget
     rng: random.Random
     rate_limit: RateLimit | None = None
+    rate_headers: Mapping[str, str] | None = None
+    urls: dict[str, yarl.URL] = attrs.Factory(dict)
+    headers: dict[bool, tuple[Mapping[str, str] | None, Mapping[str, str]]] = attrs.Factory(dict)
     server_date: str | None = None
     closed: bool = False
     loop: asyncio.AbstractEventLoop | None = None
@@ -197,7 +201,12 @@ class Client:
     @property
     def rate_limit(self) -> RateLimit | None:
         """The ``x-ratelimit-*`` headers of the last response that had them."""
-        return self._shared.rate_limit
+        shared = self._shared
+        if shared.rate_headers is not None:
+            # Parsed on demand: without pacing nothing else needs them on every response.
+            shared.rate_limit = parse_rate_limit(shared.rate_headers)
+            shared.rate_headers = None
+        return shared.rate_limit
 
     @property
     def server_date(self) -> str | None:
@@ -361,16 +370,14 @@ class Client:
         shared = self._shared
         loop = asyncio.get_running_loop()
         deadline = None if policy.timeout is None else loop.time() + policy.timeout
-        url = yarl.URL((self._account if host == "account" else self._base) + path)
+        url = self._url((self._account if host == "account" else self._base) + path)
         content = None if body is None else orjson.dumps(body)
-        base_headers = self._headers if body is None else {**self._headers, **_JSON_HEADERS}
         attempt = 0
         renewed = False
         while True:
             attempt += 1
-            headers: Mapping[str, str] = base_headers
-            if authenticate:
-                headers = {**base_headers, **(await shared.auth.headers(self._account_call))}
+            auth_headers = await shared.auth.headers(self._account_call) if authenticate else None
+            headers = self._request_headers(auth_headers, body is not None)
             request = Request(method, url, headers, content, _bounded(timeout, deadline, loop))
             response: Response | None = None
             failure: SvcError
@@ -389,10 +396,12 @@ class Client:
                         None if response is None else response.status,
                     )
                     if shared.pacer is not None
-                    else (None if response is None else parse_rate_limit(response.headers))
+                    else None
                 )
             if rate is not None:
-                shared.rate_limit = rate
+                shared.rate_limit, shared.rate_headers = rate, None
+            elif response is not None and "x-ratelimit-remaining" in response.headers:
+                shared.rate_headers = response.headers
             if response is not None:
                 shared.server_date = response.headers.get("Date", shared.server_date)
             wait: float | None = None
@@ -443,6 +452,28 @@ class Client:
                 wait,
             )
             await asyncio.sleep(wait)
+
+    def _url(self, text: str) -> yarl.URL:
+        """The URL for ``text``, parsed once: paths repeat, and parsing costs microseconds."""
+        urls = self._shared.urls
+        url = urls.get(text)
+        if url is None:
+            if len(urls) >= 4096:
+                urls.clear()
+            url = urls[text] = yarl.URL(text)
+        return url
+
+    def _request_headers(
+        self, auth_headers: Mapping[str, str] | None, has_body: bool
+    ) -> CIMultiDictProxy[str]:
+        """Default + auth (+ JSON) headers, merged once per distinct auth header mapping."""
+        cached = self._shared.headers.get(has_body)
+        if cached is not None and cached[0] is auth_headers:
+            return cached[1]  # type: ignore[return-value]
+        merged = {**self._headers, **(_JSON_HEADERS if has_body else {}), **(auth_headers or {})}
+        proxy = CIMultiDictProxy(CIMultiDict(merged))
+        self._shared.headers[has_body] = (auth_headers, proxy)
+        return proxy
 
     def _api_error(
         self, response: Response, method: str, url: yarl.URL, *, as_rate_limit: bool = False

@@ -180,6 +180,7 @@ class AiohttpTransport:
         self._ssl = ssl
         self.max_body_size = max_body_size
         self._closed = False
+        self._timeouts: dict[Timeout | None, aiohttp.ClientTimeout] = {}
 
     def __repr__(self) -> str:
         return f"<AiohttpTransport limit={self._limit} owns_session={self._owns_session}>"
@@ -199,10 +200,15 @@ class AiohttpTransport:
             )
         return self._session
 
-    @staticmethod
-    def _client_timeout(timeout: Timeout | None) -> aiohttp.ClientTimeout:
-        t = timeout or Timeout()
-        return aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read)
+    def _client_timeout(self, timeout: Timeout | None) -> aiohttp.ClientTimeout:
+        cached = self._timeouts.get(timeout)
+        if cached is None:
+            if len(self._timeouts) >= 256:
+                self._timeouts.clear()
+            t = timeout or Timeout()
+            cached = aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read)
+            self._timeouts[timeout] = cached
+        return cached
 
     def _open(self, request: Request) -> Any:
         """Start ``request`` on the session; never follows redirects."""
