@@ -1,8 +1,9 @@
 """svc_async: the asyncio SDK for the Licence Verification Service."""
 
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, HeaderAuth
-from .bulk import EntryBatch
 from .client import Client
 from .errors import (
     AmbiguousCreateError,
@@ -59,10 +60,8 @@ from .models import (
     SvcLicense,
     VerificationJob,
 )
-from .polling import PollPolicy
 from .ratelimit import Pacer
 from .retry import RetryBudget, RetryPolicy
-from .sync import EventCursor, SyncResult, SyncState
 from .transport import (
     AiohttpTransport,
     MockTransport,
@@ -72,7 +71,36 @@ from .transport import (
     Transport,
     json_response,
 )
-from .webhooks import JobStatusUpdate, WebhookPayloadError, WebhookReceiver
+
+if TYPE_CHECKING:
+    from .bulk import EntryBatch
+    from .polling import PollPolicy
+    from .sync import EventCursor, SyncResult, SyncState
+    from .webhooks import JobStatusUpdate, WebhookPayloadError, WebhookReceiver
+
+_LAZY = {
+    "EntryBatch": "bulk",
+    "PollPolicy": "polling",
+    "EventCursor": "sync",
+    "SyncResult": "sync",
+    "SyncState": "sync",
+    "JobStatusUpdate": "webhooks",
+    "WebhookPayloadError": "webhooks",
+    "WebhookReceiver": "webhooks",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load the poller, bulk, sync and webhook names on first use (import time)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'svc_async' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "APIError",

@@ -13,7 +13,7 @@ import os
 import random
 from collections.abc import Mapping
 from types import TracebackType
-from typing import IO, Any, Literal, Self
+from typing import IO, TYPE_CHECKING, Any, Literal, Self
 
 import attrs
 import orjson
@@ -22,7 +22,6 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of
-from .downloads import DownloadResult, Progress, download
 from .errors import (
     ClientClosedError,
     RateLimitError,
@@ -44,6 +43,9 @@ from .resources.orgs import Orgs
 from .resources.seasons import Seasons
 from .retry import RetryBudget, RetryPolicy, server_wait
 from .transport import AiohttpTransport, Request, Response, Timeout, Transport
+
+if TYPE_CHECKING:  # downloads load on first use
+    from .downloads import DownloadResult, Progress
 
 logger = logging.getLogger("svc_async")
 
@@ -75,24 +77,50 @@ def _timeout(value: TimeoutArg, what: str = "timeout") -> Timeout:
     return Timeout(total=float(value), connect=min(float(value), 10.0))
 
 
-@attrs.define(slots=True)
 class _Shared:
     """State shared by a client and its ``with_options`` views."""
 
-    transport: Transport
-    owns_transport: bool
-    auth: Auth
-    pacer: Pacer | None
-    budget: RetryBudget
-    rng: random.Random
-    rate_limit: RateLimit | None = None
-    rate_headers: Mapping[str, str] | None = None
-    urls: dict[str, yarl.URL] = attrs.Factory(dict)
-    headers: dict[bool, tuple[Mapping[str, str] | None, Mapping[str, str]]] = attrs.Factory(dict)
-    server_date: str | None = None
-    closed: bool = False
-    loop: asyncio.AbstractEventLoop | None = None
-    active: set[asyncio.Task[Any]] = attrs.Factory(set)
+    __slots__ = (
+        "active",
+        "auth",
+        "budget",
+        "closed",
+        "headers",
+        "loop",
+        "owns_transport",
+        "pacer",
+        "rate_headers",
+        "rate_limit",
+        "rng",
+        "server_date",
+        "transport",
+        "urls",
+    )
+
+    def __init__(
+        self,
+        *,
+        transport: Transport,
+        owns_transport: bool,
+        auth: Auth,
+        pacer: Pacer | None,
+        budget: RetryBudget,
+        rng: random.Random,
+    ) -> None:
+        self.transport = transport
+        self.owns_transport = owns_transport
+        self.auth = auth
+        self.pacer = pacer
+        self.budget = budget
+        self.rng = rng
+        self.rate_limit: RateLimit | None = None
+        self.rate_headers: Mapping[str, str] | None = None
+        self.urls: dict[str, yarl.URL] = {}
+        self.headers: dict[bool, tuple[Mapping[str, str] | None, Mapping[str, str]]] = {}
+        self.server_date: str | None = None
+        self.closed = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.active: set[asyncio.Task[Any]] = set()
 
 
 class Client:
@@ -271,6 +299,8 @@ class Client:
         temporary file and renamed into place when complete. A 403 from a storage host
         raises ``SignedURLExpired``: read the resource again for a fresh link.
         """
+        from .downloads import download
+
         return await download(self, url, destination, progress=progress, timeout=timeout)
 
     # the escape hatch

@@ -8,26 +8,22 @@ only run when the fast pass fails, to name the JSON path of the problem.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import gc
 import types
 import typing
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
-import cattrs
-from cattrs.errors import (
-    AttributeValidationNote,
-    ClassValidationError,
-    IterableValidationError,
-    IterableValidationNote,
-)
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from . import models as m
 from ._codegen import make_checks_fn, make_structure_fn
 from .errors import ResponseDecodeError
+
+if TYPE_CHECKING:
+    import cattrs
 
 T = TypeVar("T")
 
@@ -420,6 +416,8 @@ _MODEL_SET = frozenset(_MODELS)
 
 
 def _renames(cls: type) -> dict[str, Any]:
+    from cattrs.gen import override
+
     return {a.name: override(rename=json_name(a.name)) for a in attrs.fields(cls)}
 
 
@@ -427,6 +425,8 @@ def _structure_factory(conv: cattrs.Converter, detailed: bool) -> Callable[[Any]
     def factory(cls: Any) -> Callable[[Any, Any], Any]:
         if not detailed:
             return make_structure_fn(cls, json_name, conv.get_structure_hook)
+        from cattrs.gen import make_dict_structure_fn
+
         return _object_checked(make_dict_structure_fn(cls, conv, **_renames(cls)))
 
     return factory
@@ -434,21 +434,35 @@ def _structure_factory(conv: cattrs.Converter, detailed: bool) -> Callable[[Any]
 
 def _unstructure_factory(conv: cattrs.Converter) -> Callable[[Any], Any]:
     def factory(cls: Any) -> Callable[[Any], Any]:
+        from cattrs.gen import make_dict_unstructure_fn
+
         return make_dict_unstructure_fn(cls, conv, **_renames(cls))
 
     return factory
 
 
 def _make(detailed: bool) -> cattrs.Converter:
+    import cattrs
+
     conv = cattrs.Converter(detailed_validation=detailed, forbid_extra_keys=False)
     _configure(conv, detailed)
     return conv
 
 
-converter = _make(detailed=False)
-"""The converter used for every response (fast path, no per-attribute error notes)."""
+@functools.cache
+def get_converter() -> cattrs.Converter:
+    """The converter used for every response (fast pass), built on first use.
 
-_precise = _make(detailed=True)
+    Building it, and importing cattrs, waits for the first call so that
+    ``import svc_async`` stays light.
+    """
+    return _make(detailed=False)
+
+
+@functools.cache
+def _precise() -> cattrs.Converter:
+    """The precise converter, built the first time an answer does not fit."""
+    return _make(detailed=True)
 
 
 def structure(data: Any, tp: type[T] | Any, *, status: int | None = None) -> T:
@@ -462,14 +476,14 @@ def structure(data: Any, tp: type[T] | Any, *, status: int | None = None) -> T:
     if gc_was_on:
         gc.disable()
     try:
-        return converter.structure(data, tp)  # type: ignore[no-any-return]
+        return get_converter().structure(data, tp)  # type: ignore[no-any-return]
     except Exception:
         pass
     finally:
         if gc_was_on:
             gc.enable()
     try:
-        result = _precise.structure(data, tp)
+        result = _precise().structure(data, tp)
     except Exception as exc:
         path, message = _locate(exc)
         name = str(tp).replace("svc_async.models.", "") if typing.get_args(tp) else tp.__name__
@@ -481,6 +495,13 @@ def structure(data: Any, tp: type[T] | Any, *, status: int | None = None) -> T:
 
 def _locate(exc: BaseException, path: str = "$") -> tuple[str, str]:
     """Follow the first leaf of a cattrs error tree, building the JSON path on the way."""
+    from cattrs.errors import (
+        AttributeValidationNote,
+        ClassValidationError,
+        IterableValidationError,
+        IterableValidationNote,
+    )
+
     if isinstance(exc, ClassValidationError | IterableValidationError) and exc.exceptions:
         child = exc.exceptions[0]
         for note in getattr(child, "__notes__", ()):
@@ -502,4 +523,4 @@ def _locate(exc: BaseException, path: str = "$") -> tuple[str, str]:
 
 def unstructure(value: Any) -> Any:
     """Turn a model into its JSON-ready form (camelCase keys, service formats)."""
-    return converter.unstructure(value)
+    return get_converter().unstructure(value)

@@ -141,11 +141,13 @@ class StreamingTransport(Transport, Protocol):
         ...
 
 
-@attrs.define(slots=True)
 class _AiohttpStream:
-    status: int
-    headers: CIMultiDictProxy[str]
-    _resp: aiohttp.ClientResponse
+    __slots__ = ("_resp", "headers", "status")
+
+    def __init__(self, status: int, headers: CIMultiDictProxy[str], resp: Any) -> None:
+        self.status = status
+        self.headers = headers
+        self._resp = resp
 
     async def iter_chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
         async for chunk in self._resp.content.iter_chunked(chunk_size):
@@ -294,11 +296,13 @@ def _wrap_error(exc: BaseException, request: Request) -> TransportError:
 Handler = Callable[[Request], "Response | Awaitable[Response]"]
 
 
-@attrs.define(slots=True)
 class _MockStream:
-    status: int
-    headers: CIMultiDictProxy[str]
-    content: bytes
+    __slots__ = ("content", "headers", "status")
+
+    def __init__(self, status: int, headers: CIMultiDictProxy[str], content: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.content = content
 
     async def iter_chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
         for start in range(0, len(self.content), chunk_size):

@@ -5,15 +5,17 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _validate as v
-from ..bulk import EntryBatch, Progress, entry_batches
 from ..converter import format_timestamp, structure
 from ..models import Entry
 from ..retry import RetryPolicy
-from ..sync import DEFAULT_MARGIN, SyncResult, SyncState, sync_entries
 from ._base import Resource, TimeoutOpt
+
+if TYPE_CHECKING:  # bulk and sync load on first use, to keep `import svc_async` light
+    from ..bulk import EntryBatch, Progress
+    from ..sync import SyncResult, SyncState
 
 EVENT_PATH = "/api/public/v1/event/{id}/entries"
 SEASON_PATH = "/api/public/v1/season/{id}/entries"
@@ -99,6 +101,8 @@ class Entries(Resource):
         loop early cancels the requests in flight; use ``contextlib.aclosing`` to have
         that happen at once rather than when the generator is garbage-collected.
         """
+        from ..bulk import entry_batches
+
         return entry_batches(
             self,
             "event",
@@ -121,6 +125,8 @@ class Entries(Resource):
         progress: Progress | None = None,
     ) -> AsyncGenerator[EntryBatch, None]:
         """Entries of many seasons, as ``for_events`` (batches carry ``season_id``)."""
+        from ..bulk import entry_batches
+
         return entry_batches(
             self,
             "season",
@@ -138,13 +144,17 @@ class Entries(Resource):
         state: SyncState | None = None,
         *,
         concurrency: int = 8,
-        margin: dt.timedelta = DEFAULT_MARGIN,
+        margin: dt.timedelta | None = None,
     ) -> SyncResult:
         """What changed in ``event_ids`` since the run that produced ``state``.
 
         ``state`` None fetches everything. Returns the new or updated entries per event
         and the next ``state`` (``state.to_json()`` / ``SyncState.from_json``).
         Watermarks come from the server's ``Date`` header minus ``margin``, never the
-        local clock; see ``svc_async.sync``.
+        local clock (``margin`` defaults to two minutes); see ``svc_async.sync``.
         """
-        return await sync_entries(self, event_ids, state, concurrency=concurrency, margin=margin)
+        from ..sync import DEFAULT_MARGIN, sync_entries
+
+        return await sync_entries(
+            self, event_ids, state, concurrency=concurrency, margin=margin or DEFAULT_MARGIN
+        )

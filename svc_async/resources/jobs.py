@@ -7,10 +7,9 @@ import builtins
 import logging
 import uuid
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _validate as v
-from .. import polling as _polling
 from ..converter import structure, unstructure
 from ..errors import (
     AmbiguousCreateError,
@@ -22,9 +21,11 @@ from ..errors import (
 )
 from ..models import CREATION_TAG_PREFIX, JobRequest, JobSearchResults, VerificationJob
 from ..pagination import iter_counted
-from ..polling import JobIds, OnStatus, PollPolicy
 from ..retry import RetryPolicy, parse_retry_after
 from ._base import Resource, TimeoutOpt
+
+if TYPE_CHECKING:  # the poller loads on first use, to keep `import svc_async` light
+    from ..polling import JobIds, OnStatus, PollPolicy
 
 logger = logging.getLogger("svc_async")
 
@@ -245,7 +246,9 @@ class Jobs(Resource):
         snapshot. ``on_status`` (sync or async) sees each status change. With
         ``Client(webhooks=receiver)`` the wait wakes on the job's webhook delivery.
         """
-        return await _polling.wait_for_job(
+        from .. import polling
+
+        return await polling.wait_for_job(
             self, job_id, timeout=timeout, policy=policy, on_status=on_status
         )
 
@@ -257,7 +260,9 @@ class Jobs(Resource):
         on_status: OnStatus | None = None,
     ) -> VerificationJob:
         """Create a job (exactly once) and wait until it is finished."""
-        return await _polling.create_and_wait(
+        from .. import polling
+
+        return await polling.create_and_wait(
             self, request, timeout=timeout, policy=policy, on_status=on_status
         )
 
@@ -270,7 +275,9 @@ class Jobs(Resource):
         timeout: float | None = None,
     ) -> AsyncGenerator[VerificationJob, None]:
         """Yield jobs as they finish, with one tag search per tick instead of a poll each."""
-        return _polling.wait_many(self, job_ids, tag=tag, policy=policy, timeout=timeout)
+        from .. import polling
+
+        return polling.wait_many(self, job_ids, tag=tag, policy=policy, timeout=timeout)
 
     def watch(
         self,
@@ -279,4 +286,6 @@ class Jobs(Resource):
         timeout: float | None = None,
     ) -> AsyncGenerator[VerificationJob, None]:
         """Yield the job's snapshots as its status changes, ending after the finished one."""
-        return _polling.watch(self, job_id, policy=policy, timeout=timeout)
+        from .. import polling
+
+        return polling.watch(self, job_id, policy=policy, timeout=timeout)
