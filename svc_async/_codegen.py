@@ -103,6 +103,31 @@ def _float(value: Any) -> float:
     raise FastPathError
 
 
+def _construct(cls: type, arguments: list[str], names: dict[str, Any]) -> list[str]:
+    """Lines that build the instance from ``name=var`` arguments and return it.
+
+    A frozen attrs class sets each attribute through ``object.__setattr__`` in its
+    ``__init__``, which costs twice what setting the slots directly does. When the class
+    has nothing for ``__init__`` to run (no validators, converters or post-init), the
+    slots are filled directly; the instance is the same, and still frozen.
+    """
+    direct = (
+        "__slots__" in cls.__dict__
+        and not hasattr(cls, "__attrs_post_init__")
+        and all(f.validator is None and f.converter is None for f in attrs.fields(cls))
+    )
+    if not direct:
+        return [f"    return _cls({', '.join(arguments)})"]
+    names["_new"] = object.__new__
+    lines = ["    obj = _new(_cls)"]
+    for argument in arguments:
+        name, var = argument.split("=")
+        setter = f"_set_{name}"
+        names[setter] = getattr(cls, name).__set__
+        lines.append(f"    {setter}(obj, {var})")
+    return [*lines, "    return obj"]
+
+
 def make_structure_fn(
     cls: type, json_name: Callable[[str], str], hook: Callable[[Any], Any]
 ) -> Callable[[Any, Any], Any]:
@@ -147,7 +172,7 @@ def make_structure_fn(
             lines.append(f"        {var} = o[{key!r}]")
             lines += ["        " + line for line in check]
         arguments.append(f"{field.name}={var}")
-    lines.append(f"    return _cls({', '.join(arguments)})")
+    lines += _construct(cls, arguments, names)
     source = "\n".join(lines)
     code = compile(source, f"<svc_async fast structure {cls.__name__}>", "exec")
     exec(code, names)
@@ -190,7 +215,7 @@ def make_checks_fn(
         "    extra = {} if o.keys() <= _known else {k: x for k, x in o.items() if k not in _known}",
     ]
     arguments += ["territory_match=t", "extra=extra"]
-    lines.append(f"    return _cls({', '.join(arguments)})")
+    lines += _construct(cls, arguments, scope)
     code = compile("\n".join(lines), f"<svc_async fast structure {cls.__name__}>", "exec")
     exec(code, scope)
     function: Callable[[Any, Any], Any] = scope["structure"]

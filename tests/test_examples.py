@@ -159,3 +159,18 @@ def example_request() -> JobRequest:
 
 def test_job_request_unstructures_to_the_example_body() -> None:
     assert unstructure(example_request()) == load("create-verification-job.request.json")
+
+
+def test_structured_models_are_frozen_and_equal_to_constructed_ones() -> None:
+    import attrs as _attrs
+
+    job = structure(load("get-verification-job.response.json"), VerificationJob)
+    with pytest.raises(_attrs.exceptions.FrozenInstanceError):
+        job.status = "Errored"  # type: ignore[misc]
+    assert job.recording is not None
+    song = job.recording.songs[0]
+    with pytest.raises(_attrs.exceptions.FrozenInstanceError):
+        song.license_checks.valid_date = "Accepted"  # type: ignore[misc]
+    rebuilt = _attrs.evolve(song)  # goes through __init__
+    assert rebuilt == song
+    assert repr(rebuilt) == repr(song)
