@@ -420,20 +420,7 @@ class Client:
             except TransportError as exc:
                 failure = exc
             finally:
-                rate = (
-                    shared.pacer.release(
-                        None if response is None else response.headers,
-                        None if response is None else response.status,
-                    )
-                    if shared.pacer is not None
-                    else None
-                )
-            if rate is not None:
-                shared.rate_limit, shared.rate_headers = rate, None
-            elif response is not None and "x-ratelimit-remaining" in response.headers:
-                shared.rate_headers = response.headers
-            if response is not None:
-                shared.server_date = response.headers.get("Date", shared.server_date)
+                self._observe(response)
             wait: float | None = None
             if response is not None:
                 status = response.status
@@ -482,6 +469,24 @@ class Client:
                 wait,
             )
             await asyncio.sleep(wait)
+
+    def _observe(self, response: Response | None) -> None:
+        """Release the pacer and note the rate-limit headers and server date of an answer."""
+        shared = self._shared
+        rate = None
+        if shared.pacer is not None:
+            rate = shared.pacer.release(
+                None if response is None else response.headers,
+                None if response is None else response.status,
+            )
+        if response is None:
+            return
+        headers = response.headers
+        if rate is not None:
+            shared.rate_limit, shared.rate_headers = rate, None
+        elif "x-ratelimit-remaining" in headers:
+            shared.rate_headers = headers
+        shared.server_date = headers.get("Date", shared.server_date)
 
     def _url(self, text: str) -> yarl.URL:
         """The URL for ``text``, parsed once: paths repeat, and parsing costs microseconds."""
