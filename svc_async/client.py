@@ -44,8 +44,9 @@ from .resources.seasons import Seasons
 from .retry import RetryBudget, RetryPolicy, server_wait
 from .transport import AiohttpTransport, Request, Response, Timeout, Transport
 
-if TYPE_CHECKING:  # downloads load on first use
+if TYPE_CHECKING:  # downloads and webhooks load on first use
     from .downloads import DownloadResult, Progress
+    from .webhooks import WebhookReceiver
 
 logger = logging.getLogger("svc_async")
 
@@ -144,7 +145,7 @@ class Client:
         timeout: TimeoutArg = 30.0,
         retry: RetryPolicy | None = None,
         rate_limit: bool | Pacer = True,
-        webhooks: Any = None,
+        webhooks: WebhookReceiver | None = None,
         user_agent: str | None = None,
         retry_budget: RetryBudget | None = None,
         creation_tags: bool = True,
@@ -181,6 +182,7 @@ class Client:
             "Accept": "application/json",
         }
         self.webhooks = webhooks
+        """The receiver whose deliveries wake ``jobs.wait`` (None: polling only)."""
         self.creation_tags = creation_tags
         self.orgs = Orgs(self)
         self.seasons = Seasons(self)
