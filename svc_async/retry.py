@@ -65,11 +65,15 @@ class RetryPolicy:
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError("timeout must be positive or None")
 
-    def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+    def ceiling(self, attempt: int) -> float:
+        """The longest wait after failed attempt ``attempt`` (1-based): no jitter."""
         if _testing:
             return 0.0
-        ceiling = min(self.wait_max, self.wait_initial * self.wait_exp_base ** (attempt - 1))
+        return min(self.wait_max, self.wait_initial * self.wait_exp_base ** (attempt - 1))
+
+    def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        ceiling = self.ceiling(attempt)
         if not self.jitter:
             return ceiling
         return (rng or random).uniform(0.0, ceiling)

@@ -186,3 +186,23 @@ async def test_429_on_create_is_resent_after_the_wait() -> None:
     ) as svc:
         await svc.jobs.create(example_request())
     assert len(calls) == 2
+
+
+async def test_a_failing_search_never_leads_to_a_second_post() -> None:
+    service = _Service(["reset-after"])
+    original = service.__call__
+
+    def handler(request: Request) -> Response:
+        if request.url.path.endswith("/search"):
+            service.searches += 1
+            return Response(status=502, content=b"<html>bad gateway</html>")
+        return original(request)
+
+    transport = MockTransport(handler)
+    async with Client("https://v.example", token="t", transport=transport, retry=POLICY) as svc:
+        with pytest.raises(AmbiguousCreateError) as info:
+            await svc.jobs.create(example_request())
+    assert service.creates == 1
+    assert len(service.jobs) == 1
+    assert service.searches >= POLICY.max_attempts
+    assert info.value.tag in service.jobs[0]["tags"]

@@ -116,9 +116,17 @@ class Jobs(Resource):
             if ambiguous:
                 if tag is None:
                     raise failure
-                found = await self._find_created(tag, policy)
+                found, searched = await self._find_created(tag, policy)
                 if found is not None:
                     return found
+                if not searched:
+                    # Without one answered search "no job" is unknown: re-sending could
+                    # create a second job.
+                    raise AmbiguousCreateError(
+                        f"could not tell whether the job was created ({failure}) because"
+                        f" the search failed; search for tag {tag!r} later",
+                        tag=tag,
+                    ) from failure
             if attempt >= policy.max_attempts:
                 if ambiguous and tag is not None:
                     raise AmbiguousCreateError(
@@ -138,14 +146,22 @@ class Jobs(Resource):
             )
             await asyncio.sleep(wait)
 
-    async def _find_created(self, tag: str, policy: RetryPolicy) -> VerificationJob | None:
-        """Look for the job carrying ``tag``, a few times since the search index may lag."""
+    async def _find_created(
+        self, tag: str, policy: RetryPolicy
+    ) -> tuple[VerificationJob | None, bool]:
+        """Look for the job carrying ``tag``, a few times since the search index may lag.
+
+        Returns the job (the lowest id if several carry the tag) and whether any search
+        was answered at all.
+        """
+        searched = False
         for look in range(1, policy.max_attempts + 1):
             try:
                 page = await self.search(tags=[tag], limit=10)
             except SvcError as exc:
                 logger.info("search for creation tag failed: %s", type(exc).__name__)
             else:
+                searched = True
                 if page.jobs:
                     jobs = sorted(page.jobs, key=lambda job: job.id)
                     if len(jobs) > 1:
@@ -156,14 +172,11 @@ class Jobs(Resource):
                             [job.id for job in jobs],
                             jobs[0].id,
                         )
-                    return jobs[0]
+                    return jobs[0], True
             if look < policy.max_attempts:
-                await asyncio.sleep(
-                    policy.backoff(look)
-                    if not policy.jitter
-                    else min(policy.wait_max, policy.wait_initial * 2 ** (look - 1))
-                )
-        return None
+                # The full wait, no jitter: the point is to outwait the index.
+                await asyncio.sleep(policy.ceiling(look))
+        return None, searched
 
     async def get(
         self, job_id: int, *, timeout: TimeoutOpt = "default", retry: RetryPolicy | None = None
