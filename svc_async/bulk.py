@@ -33,6 +33,7 @@ import attrs
 from . import _validate as v
 from .errors import ClientClosedError, SvcError, WrongEventLoopError
 from .models import Entry
+from .resources.entries import EVENT_PATH, SEASON_PATH, filter_body
 
 if TYPE_CHECKING:
     from .resources.entries import Entries
@@ -209,17 +210,14 @@ def entry_batches(
     name = "event_ids" if source == "event" else "season_ids"
     keys = unique_ids(ids, name)
     limit = check_concurrency(concurrency)
-    if updated_after is not None:
-        v.aware_datetime(updated_after, "updated_after")
-    filters = None if fields is None else v.filters(fields)
+    body = filter_body(updated_after, fields)  # checked and built once, not per id
+    path = EVENT_PATH if source == "event" else SEASON_PATH
     check_progress(progress)
     if not isinstance(raise_on_error, bool):
         raise TypeError("raise_on_error must be a bool")
 
     async def fetch(key: int) -> builtins.list[Entry]:
-        if source == "event":
-            return await resource.for_event(key, updated_after=updated_after, fields=filters)
-        return await resource.for_season(key, updated_after=updated_after, fields=filters)
+        return await resource._fetch(path.format(id=key), body, "default", None)
 
     return batches(
         source,

@@ -24,7 +24,7 @@ def load(name: str) -> Any:
 @asynccontextmanager
 async def serve_app(app: web.Application) -> AsyncIterator[str]:
     """Serve an aiohttp app on a free loopback port; yields its base URL."""
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

@@ -10,11 +10,12 @@ from typing import Any
 
 import aiohttp
 import orjson
-from aiohttp import web
 
 from svc_async import Client, JobRequest, JobWaitTimeout, PollPolicy, VerificationJob
 from svc_async.testing import FakeService
 from svc_async.webhooks import DEFAULT_PATH, WebhookReceiver
+
+from .conftest import serve_app
 
 GET = "/api/public/v1/verification-job/{verificationJobId}"
 SEARCH = "/api/public/v1/verification-job/search"
@@ -53,14 +54,8 @@ async def client(service: FakeService, **kwargs: Any) -> AsyncIterator[Client]:
 @asynccontextmanager
 async def hook_server(receiver: WebhookReceiver) -> AsyncIterator[str]:
     """The receiver on 127.0.0.1; yields its URL (without the secret)."""
-    runner = web.AppRunner(receiver.app(), access_log=None, shutdown_timeout=0.1)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}{DEFAULT_PATH}"
-    finally:
-        await runner.cleanup()
+    async with serve_app(receiver.app()) as base:
+        yield base + DEFAULT_PATH
 
 
 async def timed_wait(

@@ -25,6 +25,8 @@ from svc_async.webhooks import (
     parse_status_update,
 )
 
+from .conftest import serve_app
+
 SECRET = "hook-s3cret-value"
 
 # ------------------------------------------------------------------ parsing
@@ -111,14 +113,8 @@ def test_any_json_parses_or_raises_the_payload_error(payload: dict[str, Any]) ->
 @asynccontextmanager
 async def serving(receiver: WebhookReceiver) -> AsyncIterator[str]:
     """The receiver's app on a free 127.0.0.1 port; yields the webhook URL without query."""
-    runner = web.AppRunner(receiver.app(), access_log=None, shutdown_timeout=0.1)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}{DEFAULT_PATH}"
-    finally:
-        await runner.cleanup()
+    async with serve_app(receiver.app()) as base:
+        yield base + DEFAULT_PATH
 
 
 async def post(url: str, payload: Any, headers: dict[str, str] | None = None, **kwargs: Any) -> int:
