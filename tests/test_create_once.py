@@ -206,3 +206,16 @@ async def test_a_failing_search_never_leads_to_a_second_post() -> None:
     assert len(service.jobs) == 1
     assert service.searches >= POLICY.max_attempts
     assert info.value.tag in service.jobs[0]["tags"]
+
+
+async def test_job_dates_must_be_dates_not_datetimes() -> None:
+    import datetime as dt
+
+    import attrs
+
+    service = _Service([])
+    request = attrs.evolve(example_request(), start_date=dt.datetime(2024, 9, 1, tzinfo=dt.UTC))
+    async with _client(service) as svc:
+        with pytest.raises(TypeError, match="start_date"):
+            await svc.jobs.create(request)
+    assert service.creates == 0

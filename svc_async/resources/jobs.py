@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import datetime as dt
 import logging
 import uuid
 from collections.abc import AsyncGenerator
@@ -34,9 +35,6 @@ GET_PATH = "/api/public/v1/verification-job/{id}"
 SEARCH_PATH = "/api/public/v1/verification-job/search"
 
 
-_AMBIGUOUS_STATUSES = frozenset({500, 502, 504})
-
-
 def validate_request(request: JobRequest) -> None:
     """Check a JobRequest before it is sent; raises ValueError/TypeError naming the field."""
     if not isinstance(request, JobRequest):
@@ -50,8 +48,9 @@ def validate_request(request: JobRequest) -> None:
     v.tags(request.tags, "request.tags")
     for name in ("start_date", "end_date"):
         value = getattr(request, name)
-        if not hasattr(value, "isoformat") or not hasattr(value, "year"):
-            raise TypeError(f"request.{name} must be a datetime.date")
+        # A datetime is a date too, but would go out with a time: the service wants YYYY-MM-DD.
+        if not isinstance(value, dt.date) or isinstance(value, dt.datetime):
+            raise TypeError(f"request.{name} must be a datetime.date (not a datetime)")
     if request.start_date > request.end_date:
         raise ValueError("request.start_date must not be after request.end_date")
     for i, details in enumerate(request.license_details):
