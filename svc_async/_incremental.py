@@ -21,13 +21,14 @@ from __future__ import annotations
 import asyncio
 import gc
 import re
-from collections.abc import AsyncIterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import orjson
 
 from .converter import structure
-from .errors import ResponseDecodeError
+from .errors import ResponseDecodeError, ResponseTooLargeError
 from .redact import redact_text
 
 T = TypeVar("T")
@@ -261,3 +262,93 @@ async def structure_chunks(
         out += structure_slice(items, item_type, first, status)
         await asyncio.sleep(0)
     return out
+
+
+class StreamDecode:
+    """A per-call decode strategy: big 2xx answers of ``path`` structured as they stream.
+
+    Phase-1 integration point. The caller sets one in ``STREAM_DECODE`` around its call;
+    a streaming-aware transport asks ``wants(...)`` when the status and headers are in
+    and, if so, hands the body chunks to ``read(...)``. ``read`` gives back the whole body
+    when it turns out small (the one-shot path then runs as before), or ``b""`` after
+    putting the models in ``result``. Each attempt starts afresh, so a read retried after
+    a cut never mixes two bodies.
+    """
+
+    __slots__ = ("item_type", "path", "result", "slice_bytes", "threshold")
+
+    def __init__(
+        self,
+        path: str,
+        item_type: type[Any],
+        *,
+        threshold: int = STREAM_THRESHOLD,
+        slice_bytes: int = SLICE_BYTES,
+    ) -> None:
+        self.path = path
+        self.item_type = item_type
+        self.threshold = threshold
+        self.slice_bytes = slice_bytes
+        self.result: list[Any] | None = None
+
+    def wants(self, path: str, status: int, headers: Mapping[str, str]) -> bool:
+        """True for a 2xx answer of this call that is, or may be, large."""
+        if not path.endswith(self.path) or not 200 <= status < 300:
+            return False
+        length = headers.get("Content-Length")
+        if length is None or "Content-Encoding" in headers:
+            return True
+        try:
+            return int(length) >= self.threshold
+        except ValueError:
+            return True
+
+    async def read(self, status: int, chunks: AsyncIterator[bytes], max_body: int) -> bytes:
+        """Read the body; structure it in slices once it passes ``threshold`` bytes."""
+        self.result = None
+        head: list[bytes] = []
+        total = 0
+        async for chunk in chunks:
+            total += len(chunk)
+            if total > max_body:
+                raise _too_large(max_body)
+            head.append(chunk)
+            if total >= self.threshold:
+                break
+        else:
+            return b"".join(head)  # small after all: the one-shot path
+        first = b"".join(head)
+        if not first.lstrip(_WS).startswith(b"["):  # not an array (an error object, "{}")
+            return await _rest(first, chunks, total, max_body)
+
+        async def body() -> AsyncIterator[bytes]:
+            size = total
+            yield first
+            async for chunk in chunks:
+                size += len(chunk)
+                if size > max_body:
+                    raise _too_large(max_body)
+                yield chunk
+
+        self.result = await structure_chunks(
+            body(), self.item_type, status=status, slice_bytes=self.slice_bytes
+        )
+        return b""
+
+
+async def _rest(first: bytes, chunks: AsyncIterator[bytes], total: int, max_body: int) -> bytes:
+    parts = [first]
+    async for chunk in chunks:
+        total += len(chunk)
+        if total > max_body:
+            raise _too_large(max_body)
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _too_large(max_body: int) -> ResponseTooLargeError:
+    return ResponseTooLargeError(f"response body exceeds max_body_size ({max_body} bytes)")
+
+
+STREAM_DECODE: ContextVar[StreamDecode | None] = ContextVar("svc_async_stream_decode", default=None)
+"""The decode strategy of the call running in this task (task-local, never global)."""

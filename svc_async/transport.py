@@ -19,11 +19,13 @@ import orjson
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from ._incremental import STREAM_DECODE
 from .errors import (
     ConnectError,
     ConnectionLostError,
     ConnectTimeout,
     RequestTimeout,
+    ResponseDecodeError,
     ResponseTooLargeError,
     TransportError,
 )
@@ -31,6 +33,8 @@ from .redact import redact_headers, redact_text, redact_url
 
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
 """Largest API response body accepted, after decompression (bytes)."""
+
+_STREAM_CHUNK = 64 * 1024
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -225,11 +229,18 @@ class AiohttpTransport:
 
     async def send(self, request: Request) -> Response:
         """Send ``request``; every aiohttp failure comes back as a redacted TransportError."""
+        decoder = STREAM_DECODE.get()
         try:
             async with self._open(request) as resp:
-                content = await self._read_body(resp)
+                if decoder is not None and decoder.wants(
+                    request.url.path, resp.status, resp.headers
+                ):  # a big answer, structured as it streams (svc_async._incremental)
+                    chunks = resp.content.iter_chunked(_STREAM_CHUNK)
+                    content = await decoder.read(resp.status, chunks, self.max_body_size)
+                else:
+                    content = await self._read_body(resp)
                 return Response(status=resp.status, headers=resp.headers, content=content)
-        except TransportError:
+        except (TransportError, ResponseDecodeError):
             raise
         except Exception as exc:
             raise _wrap_error(exc, request) from None

@@ -8,6 +8,7 @@ from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import _validate as v
+from .._incremental import STREAM_DECODE, StreamDecode
 from ..converter import format_timestamp, structure
 from ..models import Entry
 from ..retry import RetryPolicy
@@ -76,9 +77,18 @@ class Entries(Resource):
         timeout: TimeoutOpt,
         retry: RetryPolicy | None,
     ) -> builtins.list[Entry]:
-        data = await self._client._call(
-            "POST", path, body, idempotent=True, timeout=timeout, retry=retry
-        )
+        # A big answer is structured in slices as it streams (issue 13); the transport
+        # finds this strategy in a task-local context variable and fills its result.
+        decoder = StreamDecode(path, Entry)
+        token = STREAM_DECODE.set(decoder)
+        try:
+            data = await self._client._call(
+                "POST", path, body, idempotent=True, timeout=timeout, retry=retry
+            )
+        finally:
+            STREAM_DECODE.reset(token)
+        if decoder.result is not None:
+            return decoder.result
         return parse_entries(data)
 
     def for_events(
