@@ -41,7 +41,9 @@ STREAM_THRESHOLD = 1024 * 1024
 
 _TAIL = 16 * 1024
 _WS = b" \t\r\n"
+_SPACE = re.compile(rb"[ \t\r\n]*")
 _TOKENS = re.compile(rb'"[^"]*"?|[{}\[\]]')
+_BRACKET = re.compile(rb'(?:[^"{}\[\]]++|"[^"]*+")*+[{}\[\]]')  # possessive: no backtracking
 _OPEN = frozenset(b"{[")
 _INDEX = re.compile(r"^\$\[(\d+)\]")
 
@@ -53,27 +55,38 @@ def _mask_escapes(view: bytes) -> bytes:
     return view.replace(b"\\\\", b"__").replace(b'\\"', b"__")
 
 
-def _last_end(view: bytes, start: int) -> int:
-    """Index just past the last element closing at depth 0 in ``view[start:]``, or 0.
+def _guess_end(view: bytes) -> int:
+    """Index just past the last element of ``view`` that seems complete, or 0.
 
-    ``view`` begins at an element (and has escapes masked); the depth and string state
-    at ``start`` come from counts, which a bracket inside a string can make wrong.
+    Only the last ``_TAIL`` bytes are scanned, from an object start (``{"``), with the
+    regex skipping strings: the shallowest depth a close bracket reaches there is the
+    array's own level, as long as the tail holds one element end. A wrong guess (the
+    start was inside a string, an element longer than the tail) does not parse.
     """
-    if start:
-        depth = (
-            view.count(b"{", 0, start)
-            + view.count(b"[", 0, start)
-            - view.count(b"}", 0, start)
-            - view.count(b"]", 0, start)
-        )
-        if view.count(b'"', 0, start) & 1:  # the tail starts inside a string
-            start = view.find(b'"', start) + 1
-            if start == 0:
-                return 0
-    else:
-        depth = 0
+    start = view.rfind(b'{"', 0, max(0, len(view) - _TAIL)) if len(view) > _TAIL else 0
+    start = max(start, 0)
+    depth = lowest = 0
     last = 0
-    for match in _TOKENS.finditer(view, start):
+    for match in _BRACKET.finditer(view, start):
+        if view[match.end() - 1] in _OPEN:
+            depth += 1
+        else:
+            depth -= 1
+            if depth < lowest:
+                lowest, last = depth, match.end()
+            elif depth == lowest:
+                last = match.end()
+    return last
+
+
+def _exact_end(view: bytes) -> int:
+    """Index just past the last complete element of ``view``, or 0: a scan of every token.
+
+    ``view`` begins at an element and has its escapes masked, so quotes delimit strings.
+    """
+    depth = 0
+    last = 0
+    for match in _TOKENS.finditer(view):
         char = view[match.start()]
         if char == 0x22:  # a string, skipped whole
             continue
@@ -83,7 +96,7 @@ def _last_end(view: bytes, start: int) -> int:
             depth -= 1
             if depth == 0:
                 last = match.end()
-            elif depth < 0:  # the array's own "]" (or a miscount, which the parse catches)
+            elif depth < 0:  # the array's own "]"
                 return last
     return last
 
@@ -120,19 +133,22 @@ class ArraySplitter:
             if len(buf) < self._wait and not final:
                 return
             self._wait = self._slice
+            if final and len(buf) <= 2 * self._slice:
+                yield self._rest()  # the last elements and "]": no boundary to find
+                return
             view = _mask_escapes(bytes(buf[: self._slice]))
             if view[0] not in _OPEN:
                 if not final:  # a scalar element: nothing cheap finds its end; take it all
                     return
                 yield self._rest()
                 return
-            end = _last_end(view, max(0, len(view) - _TAIL))
+            end = _guess_end(view)
             items = self._decode(bytes(buf[:end]), exact=False) if end else None
             if items is None:
-                end = _last_end(view, 0)
+                end = _exact_end(view)
                 if not end and len(view) < len(buf):  # one element bigger than a slice
                     view = _mask_escapes(bytes(buf))
-                    end = _last_end(view, 0)
+                    end = _exact_end(view)
                 if not end:
                     if final:
                         raise self._syntax("the array is cut short")
@@ -159,7 +175,7 @@ class ArraySplitter:
         """Move past whitespace, ``[`` and commas; True when an element starts the buffer."""
         buf = self._buf
         while True:
-            n = len(buf) - len(buf.lstrip(_WS))
+            n = _SPACE.match(buf).end()  # type: ignore[union-attr]
             if n:
                 del buf[:n]
             if not buf:
@@ -254,14 +270,32 @@ async def structure_chunks(
     out: list[T] = []
     async for chunk in chunks:
         splitter.feed(chunk)
-        for first, items in splitter.slices():
-            out += structure_slice(items, item_type, first, status)
-            del items
+        while _step(splitter.slices(), out, item_type, status):
             await asyncio.sleep(0)
-    for first, items in splitter.close():
-        out += structure_slice(items, item_type, first, status)
+    while _step(splitter.close(), out, item_type, status):
         await asyncio.sleep(0)
     return out
+
+
+def _step(slices: Iterator[tuple[int, list[Any]]], out: list[T], tp: type[T], status: Any) -> bool:
+    """Decode and structure the next slice into ``out``: one synchronous step.
+
+    The GC is paused for the whole step, so the slice's dicts are freed before any
+    collection sees them and the models are scanned once, by the next young collection.
+    """
+    gc_was_on = gc.isenabled()
+    if gc_was_on:
+        gc.disable()
+    try:
+        got = next(slices, None)
+        if got is None:
+            return False
+        first, items = got
+        out += structure_slice(items, tp, first, status)
+        return True
+    finally:
+        if gc_was_on:
+            gc.enable()
 
 
 class StreamDecode:
@@ -282,13 +316,13 @@ class StreamDecode:
         path: str,
         item_type: type[Any],
         *,
-        threshold: int = STREAM_THRESHOLD,
-        slice_bytes: int = SLICE_BYTES,
+        threshold: int | None = None,
+        slice_bytes: int | None = None,
     ) -> None:
         self.path = path
         self.item_type = item_type
-        self.threshold = threshold
-        self.slice_bytes = slice_bytes
+        self.threshold = STREAM_THRESHOLD if threshold is None else threshold
+        self.slice_bytes = SLICE_BYTES if slice_bytes is None else slice_bytes
         self.result: list[Any] | None = None
 
     def wants(self, path: str, status: int, headers: Mapping[str, str]) -> bool:

@@ -87,9 +87,10 @@ class Entries(Resource):
             )
         finally:
             STREAM_DECODE.reset(token)
-        if decoder.result is not None:
-            return decoder.result
-        return parse_entries(data)
+        # Taken out of the decoder: callbacks scheduled during the call (aiohttp's
+        # keep-alive timer) keep a copy of the context, and with it the decoder.
+        result, decoder.result = decoder.result, None
+        return parse_entries(data) if result is None else result
 
     def for_events(
         self,
