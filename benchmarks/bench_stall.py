@@ -207,7 +207,9 @@ async def stalls(base: str, answers: dict[str, bytes], quick: bool) -> dict[str,
                         set_mode(mode)
                         sid = season_id(shape, count)
                         gc.collect()
-                        models, stall = await ticker.measure(lambda: svc.entries.for_season(sid))
+                        models, stall = await ticker.measure(
+                            lambda sid=sid: svc.entries.for_season(sid)
+                        )
                         assert len(models) == count
                         # the next small call pays what the big one left to the GC
                         _, debt = await ticker.measure(lambda: svc.entries.for_event(1))

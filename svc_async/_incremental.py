@@ -118,6 +118,11 @@ class ArraySplitter:
         self.count = 0
         """Elements emitted so far."""
 
+    @property
+    def buffered(self) -> int:
+        """Bytes read but not yet decoded (about one slice at most, plus one chunk)."""
+        return len(self._buf)
+
     def feed(self, data: bytes) -> None:
         """Add the next piece of the body."""
         if self._state == "done" and data.strip(_WS):
@@ -154,7 +159,7 @@ class ArraySplitter:
                         raise self._syntax("the array is cut short")
                     self._wait = 2 * len(buf)  # one huge element: look again when doubled
                     return
-                items = self._decode(bytes(buf[:end]), exact=True)
+                items = self._must_decode(bytes(buf[:end]))
             yield self._emit(items, end)
 
     def close(self) -> Iterator[tuple[int, list[Any]]]:
@@ -207,13 +212,18 @@ class ArraySplitter:
         text = bytes(self._buf).rstrip(_WS)
         if not text.endswith(b"]"):
             raise self._syntax("the array is not closed")
-        items = self._decode(text[:-1], exact=True)
-        assert items is not None
+        items = self._must_decode(text[:-1])
         first = self.count
         self.count += len(items)
         self._buf.clear()
         self._state = "done"
         return first, items
+
+    def _must_decode(self, part: bytes) -> list[Any]:
+        items = self._decode(part, exact=True)
+        if items is None:  # pragma: no cover - an exact decode raises instead
+            raise self._syntax("undecodable")
+        return items
 
     def _decode(self, part: bytes, *, exact: bool) -> list[Any] | None:
         """``orjson.loads`` of whole elements; None for a failed guess, raises when exact."""
@@ -241,7 +251,9 @@ class ArraySplitter:
         )
 
 
-def structure_slice(items: list[Any], item_type: type[T], first: int, status: int | None) -> list[T]:
+def structure_slice(
+    items: list[Any], item_type: type[T], first: int, status: int | None
+) -> list[T]:
     """Structure one slice; an error's JSON path is given as in the whole answer."""
     try:
         return structure(items, list[item_type], status=status)  # type: ignore[valid-type]
@@ -270,11 +282,19 @@ async def structure_chunks(
     out: list[T] = []
     async for chunk in chunks:
         splitter.feed(chunk)
-        while _step(splitter.slices(), out, item_type, status):
+        for _ in _steps(splitter.slices(), out, item_type, status):
             await asyncio.sleep(0)
-    while _step(splitter.close(), out, item_type, status):
+    for _ in _steps(splitter.close(), out, item_type, status):
         await asyncio.sleep(0)
     return out
+
+
+def _steps(
+    slices: Iterator[tuple[int, list[Any]]], out: list[T], tp: type[T], status: Any
+) -> Iterator[None]:
+    """Yield after each slice put into ``out``, for the caller to give the loop a turn."""
+    while _step(slices, out, tp, status):
+        yield None
 
 
 def _step(slices: Iterator[tuple[int, list[Any]]], out: list[T], tp: type[T], status: Any) -> bool:

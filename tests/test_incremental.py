@@ -1,0 +1,296 @@
+"""The incremental path for big answers: same models as one-shot, same errors, loop kept free."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from svc_async import Client, _incremental
+from svc_async import models as m
+from svc_async._incremental import ArraySplitter, StreamDecode, structure_chunks
+from svc_async.converter import structure, unstructure
+from svc_async.errors import ConnectionLostError, ResponseDecodeError
+from svc_async.resources.entries import parse_entries
+
+from .conftest import FIXTURES, serve_app
+from .test_converter_roundtrip import entries as entry_strategy
+
+ARRAY_FIXTURES = {
+    "get-event-entries.response-0.json": m.Entry,
+    "get-event-entries.response-1.json": m.Entry,
+    "get-event-entries.response-2.json": m.Entry,
+    "get-season-entries.response-0.json": m.Entry,
+    "get-season-entries.response-1.json": m.Entry,
+    "get-events.response.json": m.Event,
+    "get-seasons.response.json": m.Season,
+    "get-my-organisations.response.json": m.Organisation,
+}
+
+
+async def chunked(body: bytes, size: int) -> AsyncIterator[bytes]:
+    """``body`` in pieces of ``size`` bytes, never giving the loop a turn itself."""
+    for start in range(0, len(body), size):
+        yield body[start : start + size]
+
+
+def big_body(count: int) -> list[dict[str, Any]]:
+    """``count`` entries grown from the published example (distinct ids and names)."""
+    sample = orjson.loads(FIXTURES.joinpath(_entries_fixture()).read_bytes())
+    template = next(e for e in sample if e["soundRecording"])
+    return [{**template, "id": i + 1, "name": f"Team {i}"} for i in range(count)]
+
+
+def _entries_fixture() -> str:
+    return "get-event-entries.response-0.json"
+
+
+def test_every_array_fixture_is_listed() -> None:
+    arrays = {
+        p.name
+        for p in FIXTURES.glob("*.response*.json")
+        if p.read_bytes().lstrip().startswith(b"[")
+    }
+    assert arrays <= set(ARRAY_FIXTURES)
+
+
+def _arrays() -> list[str]:
+    """The fixtures that are arrays (one entries example is ``{}``, tested below)."""
+    return sorted(n for n in ARRAY_FIXTURES if FIXTURES.joinpath(n).read_bytes().startswith(b"["))
+
+
+@pytest.mark.parametrize("name", _arrays())
+@pytest.mark.parametrize(("chunk", "slice_bytes"), [(1, 64), (7, 300), (4096, 1 << 20)])
+async def test_fixtures_match_one_shot(name: str, chunk: int, slice_bytes: int) -> None:
+    body = FIXTURES.joinpath(name).read_bytes()
+    tp = ARRAY_FIXTURES[name]
+    data = orjson.loads(body)
+    got = await structure_chunks(chunked(body, chunk), tp, slice_bytes=slice_bytes)
+    assert got == structure(data, list[tp])
+
+
+async def test_the_empty_object_answer_stays_on_the_one_shot_path() -> None:
+    body = b"{}"
+    decoder = StreamDecode("/x", m.Entry, threshold=1)
+    assert await decoder.read(200, chunked(body, 1), 1 << 20) == body
+    assert decoder.result is None
+    assert parse_entries(orjson.loads(body)) == []
+
+
+def _encodings(data: Any) -> Iterable[bytes]:
+    yield orjson.dumps(data)
+    yield orjson.dumps(data, option=orjson.OPT_INDENT_2)
+    yield json.dumps(data, ensure_ascii=True).encode()  # \uXXXX and \" escapes everywhere
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    entries=st.lists(entry_strategy, max_size=8),
+    chunk=st.integers(min_value=1, max_value=700),
+    slice_bytes=st.integers(min_value=1, max_value=3000),
+)
+def test_generated_answers_match_one_shot(
+    entries: list[m.Entry], chunk: int, slice_bytes: int
+) -> None:
+    data = unstructure(entries)
+    for body in _encodings(data):
+        expected = structure(orjson.loads(body), list[m.Entry])
+        got = asyncio.run(structure_chunks(chunked(body, chunk), m.Entry, slice_bytes=slice_bytes))
+        assert got == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    strings=st.lists(st.text(alphabet='{}[]",\\ ab\n', max_size=12), max_size=6),
+    chunk=st.integers(min_value=1, max_value=50),
+)
+def test_brackets_quotes_and_escapes_inside_strings(strings: list[str], chunk: int) -> None:
+    data = [
+        {"id": i + 1, "name": s, "fields": [], "soundRecording": None}
+        for i, s in enumerate(strings)
+    ]
+    for body in _encodings(data):
+        got = asyncio.run(structure_chunks(chunked(body, chunk), m.Entry, slice_bytes=16))
+        assert [e.name for e in got] == strings
+
+
+async def test_a_bad_value_deep_in_a_big_answer_has_the_one_shot_error_and_path() -> None:
+    data = big_body(3000)
+    data[2345] = orjson.loads(orjson.dumps(data[2345]))
+    data[2345]["soundRecording"]["songs"][0]["startTime"] = "soon"
+    body = orjson.dumps(data)
+    with pytest.raises(ResponseDecodeError) as one_shot:
+        structure(orjson.loads(body), list[m.Entry])
+    with pytest.raises(ResponseDecodeError) as sliced:
+        await structure_chunks(chunked(body, 65536), m.Entry, slice_bytes=32 * 1024)
+    assert one_shot.value.path == "$[2345].soundRecording.songs[0].startTime"
+    assert sliced.value.path == one_shot.value.path
+    assert str(sliced.value) == str(one_shot.value)
+
+
+_OK = b'{"id": 1, "name": "a", "fields": [], "soundRecording": null}'
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b"[" + _OK + b', {"id": 2,, }]', "not valid JSON"),
+        (b"[" + _OK + b" " + _OK + b"]", "not valid JSON"),
+        (b"[" + _OK, "not closed"),
+        (b"[" + _OK + b"] x", "trailing data"),
+        (_OK, "expected a JSON array"),
+    ],
+)
+async def test_malformed_bodies_raise_decode_errors(body: bytes, why: str) -> None:
+    with pytest.raises(ResponseDecodeError, match=why):
+        await structure_chunks(chunked(body, 3), m.Entry, slice_bytes=4)
+
+
+async def test_slices_give_the_loop_turns() -> None:
+    body = orjson.dumps(big_body(400))
+    turns = 0
+
+    async def ticker() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    start = turns
+    # the chunk source never awaits: every turn the ticker gets comes from the slicing
+    got = await structure_chunks(chunked(body, 1 << 24), m.Entry, slice_bytes=len(body) // 20)
+    task.cancel()
+    assert len(got) == 400
+    assert turns - start >= 15
+
+
+def test_the_splitter_holds_about_one_slice_of_bytes() -> None:
+    body = orjson.dumps(big_body(500))
+    splitter = ArraySplitter(8192)
+    most = total = 0
+    for start in range(0, len(body), 4096):
+        splitter.feed(body[start : start + 4096])
+        total += sum(len(items) for _, items in splitter.slices())
+        most = max(most, splitter.buffered)
+    total += sum(len(items) for _, items in splitter.close())
+    assert total == splitter.count == 500
+    assert most <= 8192 + 4096
+
+
+# ------------------------------------------------------------------ over a real socket
+
+
+def _entries_app(body: bytes, *, cut_first: int = 0) -> tuple[web.Application, list[int]]:
+    """An entries endpoint answering ``body``; the first ``cut_first`` answers stop halfway."""
+    calls: list[int] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        calls.append(1)
+        if len(calls) <= cut_first:
+            resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+            resp.content_length = len(body)
+            await resp.prepare(request)
+            await resp.write(body[: len(body) // 2])
+            assert request.transport is not None
+            request.transport.close()
+            return resp
+        return web.Response(body=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/api/public/v1/season/{id}/entries", handler)
+    return app, calls
+
+
+@pytest.fixture
+def small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers over 64 KiB take the incremental path, in slices of 16 KiB."""
+    monkeypatch.setattr(_incremental, "STREAM_THRESHOLD", 64 * 1024)
+    monkeypatch.setattr(_incremental, "SLICE_BYTES", 16 * 1024)
+
+
+@pytest.mark.usefixtures("small_threshold")
+async def test_for_season_streams_a_big_answer_to_the_same_models() -> None:
+    data = big_body(300)
+    body = orjson.dumps(data)
+    assert len(body) > 64 * 1024
+    app, calls = _entries_app(body)
+    seen: list[tuple[StreamDecode, bytes]] = []
+    real = StreamDecode.read
+
+    async def spy(self: StreamDecode, *args: Any) -> bytes:
+        out = await real(self, *args)
+        seen.append((self, out))
+        return out
+
+    async with serve_app(app) as base, Client(base, token="t", rate_limit=False) as svc:
+        StreamDecode.read = spy  # type: ignore[method-assign]
+        try:
+            got = await svc.entries.for_season(7)
+        finally:
+            StreamDecode.read = real  # type: ignore[method-assign]
+    assert got == structure(data, list[m.Entry])
+    assert len(calls) == 1
+    [(decoder, returned)] = seen
+    assert returned == b""  # structured as it streamed, not handed back whole
+    assert decoder.result is None  # taken out: contexts copied by callbacks keep nothing
+
+
+@pytest.mark.usefixtures("small_threshold", "no_backoff")
+async def test_a_cut_mid_body_is_connection_lost_and_retried() -> None:
+    body = orjson.dumps(big_body(300))
+    app, calls = _entries_app(body, cut_first=1)
+    async with serve_app(app) as base, Client(base, token="t", rate_limit=False) as svc:
+        got = await svc.entries.for_season(7)
+    assert len(got) == 300
+    assert len(calls) == 2
+
+    app, calls = _entries_app(body, cut_first=99)
+    async with serve_app(app) as base, Client(base, token="t", rate_limit=False) as svc:
+        with pytest.raises(ConnectionLostError):
+            await svc.entries.for_season(7)
+    assert len(calls) >= 2
+
+
+@pytest.mark.usefixtures("small_threshold")
+async def test_cancelling_mid_parse_leaves_nothing_running() -> None:
+    body = orjson.dumps(big_body(2000))
+    started = asyncio.Event()
+    real = _incremental.structure_slice
+
+    def noting(*args: Any) -> Any:
+        started.set()
+        return real(*args)
+
+    app, _ = _entries_app(body)
+    async with serve_app(app) as base, Client(base, token="t", rate_limit=False) as svc:
+        _incremental.structure_slice = noting  # type: ignore[assignment]
+        try:
+            task = asyncio.create_task(svc.entries.for_season(7))
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            _incremental.structure_slice = real
+        await asyncio.sleep(0.01)
+        ours = [
+            t
+            for t in asyncio.all_tasks()
+            if t is not asyncio.current_task() and "svc_async" in _code_file(t)
+        ]
+        assert ours == []
+        assert len(await svc.entries.for_season(8)) == 2000  # the client still works
+
+
+def _code_file(task: asyncio.Task[Any]) -> str:
+    code = getattr(task.get_coro(), "cr_code", None)
+    return "" if code is None else str(code.co_filename)
