@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import re
+import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Iterator, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, TypeVar
 
 import orjson
@@ -39,7 +40,10 @@ SLICE_BYTES = 256 * 1024
 STREAM_THRESHOLD = 1024 * 1024
 """Answers at least this large (Content-Length, or bytes read so far) go incremental."""
 
-_TAIL = 16 * 1024
+MIN_SLICE_BYTES = 64 * 1024
+"""Floor of the threshold and slice size when calls share the loop (see ``StreamDecode``)."""
+
+_TAIL = 8 * 1024
 _WS = b" \t\r\n"
 _SPACE = re.compile(rb"[ \t\r\n]*")
 _TOKENS = re.compile(rb'"[^"]*"?|[{}\[\]]')
@@ -65,9 +69,12 @@ def _guess_end(view: bytes) -> int:
     """
     start = view.rfind(b'{"', 0, max(0, len(view) - _TAIL)) if len(view) > _TAIL else 0
     start = max(start, 0)
+    # The scan stops at the last close bracket: past it nothing can end an element, and a
+    # string cut off at the end would make the regex retry at every byte up to there.
+    stop = max(view.rfind(b"}"), view.rfind(b"]")) + 1
     depth = lowest = 0
     last = 0
-    for match in _BRACKET.finditer(view, start):
+    for match in _BRACKET.finditer(view, start, stop):
         if view[match.end() - 1] in _OPEN:
             depth += 1
         else:
@@ -329,7 +336,7 @@ class StreamDecode:
     a cut never mixes two bodies.
     """
 
-    __slots__ = ("item_type", "path", "result", "slice_bytes", "threshold")
+    __slots__ = ("_loop", "_token", "item_type", "path", "result", "slice_bytes", "threshold")
 
     def __init__(
         self,
@@ -344,11 +351,41 @@ class StreamDecode:
         self.threshold = STREAM_THRESHOLD if threshold is None else threshold
         self.slice_bytes = SLICE_BYTES if slice_bytes is None else slice_bytes
         self.result: list[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._token: Token[StreamDecode | None] | None = None
+
+    def __enter__(self) -> StreamDecode:
+        """Make this the strategy of the calls this task makes, and count it on the loop."""
+        self._loop = asyncio.get_running_loop()
+        _ACTIVE[self._loop] = _ACTIVE.get(self._loop, 0) + 1
+        self._token = STREAM_DECODE.set(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is None or self._loop is None:
+            raise RuntimeError("StreamDecode exited without being entered")
+        STREAM_DECODE.reset(self._token)
+        left = _ACTIVE.get(self._loop, 1) - 1
+        if left > 0:
+            _ACTIVE[self._loop] = left
+        else:
+            _ACTIVE.pop(self._loop, None)
+        self._token = self._loop = None
 
     def wants(self, path: str, status: int, headers: Mapping[str, str]) -> bool:
-        """True for a 2xx answer of this call that is, or may be, large."""
+        """True for a 2xx answer of this call that is, or may be, large.
+
+        Calls in flight on the same loop share one slice budget: with ``n`` of them
+        (a ``for_events`` fan-out), answers from ``threshold / n`` bytes on go
+        incremental, in slices of ``slice_bytes / n`` (floors ``MIN_SLICE_BYTES``), so
+        answers finishing together cannot add up to a long loop turn.
+        """
         if not path.endswith(self.path) or not 200 <= status < 300:
             return False
+        sharing = _ACTIVE.get(self._loop, 1) if self._loop is not None else 1
+        if sharing > 1:
+            self.threshold = max(MIN_SLICE_BYTES, self.threshold // sharing)
+            self.slice_bytes = max(MIN_SLICE_BYTES, self.slice_bytes // sharing)
         length = headers.get("Content-Length")
         if length is None or "Content-Encoding" in headers:
             return True
@@ -406,3 +443,6 @@ def _too_large(max_body: int) -> ResponseTooLargeError:
 
 STREAM_DECODE: ContextVar[StreamDecode | None] = ContextVar("svc_async_stream_decode", default=None)
 """The decode strategy of the call running in this task (task-local, never global)."""
+
+_ACTIVE: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
+"""Entries calls in flight per event loop (read only to size thresholds and slices)."""

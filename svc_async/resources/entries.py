@@ -8,7 +8,7 @@ from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import _validate as v
-from .._incremental import STREAM_DECODE, StreamDecode
+from .._incremental import StreamDecode
 from ..converter import format_timestamp, structure
 from ..models import Entry
 from ..retry import RetryPolicy
@@ -79,14 +79,10 @@ class Entries(Resource):
     ) -> builtins.list[Entry]:
         # A big answer is structured in slices as it streams (issue 13); the transport
         # finds this strategy in a task-local context variable and fills its result.
-        decoder = StreamDecode(path, Entry)
-        token = STREAM_DECODE.set(decoder)
-        try:
+        with StreamDecode(path, Entry) as decoder:
             data = await self._client._call(
                 "POST", path, body, idempotent=True, timeout=timeout, retry=retry
             )
-        finally:
-            STREAM_DECODE.reset(token)
         # Taken out of the decoder: callbacks scheduled during the call (aiohttp's
         # keep-alive timer) keep a copy of the context, and with it the decoder.
         result, decoder.result = decoder.result, None
