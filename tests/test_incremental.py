@@ -294,3 +294,21 @@ async def test_cancelling_mid_parse_leaves_nothing_running() -> None:
 def _code_file(task: asyncio.Task[Any]) -> str:
     code = getattr(task.get_coro(), "cr_code", None)
     return "" if code is None else str(code.co_filename)
+
+
+async def test_calls_in_flight_on_one_loop_share_the_slice_budget() -> None:
+    headers = {"Content-Length": str(300 * 1024)}
+    with StreamDecode("/e", m.Entry, threshold=1 << 20, slice_bytes=256 * 1024) as alone:
+        assert not alone.wants("/api/e", 200, headers)  # 300 KiB, alone: one-shot
+    with (
+        StreamDecode("/e", m.Entry, threshold=1 << 20, slice_bytes=256 * 1024) as first,
+        StreamDecode("/e", m.Entry, threshold=1 << 20, slice_bytes=256 * 1024),
+        StreamDecode("/e", m.Entry, threshold=1 << 20, slice_bytes=256 * 1024),
+        StreamDecode("/e", m.Entry, threshold=1 << 20, slice_bytes=256 * 1024),
+    ):
+        assert first.wants("/api/e", 200, headers)  # four at once: from 256 KiB on
+        assert first.slice_bytes == _incremental.MIN_SLICE_BYTES
+    assert not _incremental._ACTIVE  # nothing left counted on the loop
+    with StreamDecode("/e", m.Entry) as other:
+        assert not other.wants("/api/other", 200, headers)
+        assert not other.wants("/api/e", 404, headers)
