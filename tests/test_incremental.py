@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -156,12 +157,14 @@ async def test_malformed_bodies_raise_decode_errors(body: bytes, why: str) -> No
 async def test_slices_give_the_loop_turns() -> None:
     body = orjson.dumps(big_body(400))
     turns = 0
+    gc_seen: set[bool] = set()
 
     async def ticker() -> None:
         nonlocal turns
         while True:
             await asyncio.sleep(0)
             turns += 1
+            gc_seen.add(gc.isenabled())
 
     task = asyncio.create_task(ticker())
     await asyncio.sleep(0)
@@ -171,6 +174,7 @@ async def test_slices_give_the_loop_turns() -> None:
     task.cancel()
     assert len(got) == 400
     assert turns - start >= 15
+    assert gc_seen == {True}  # the GC is paused only inside a slice, never across a turn
 
 
 def test_the_splitter_holds_about_one_slice_of_bytes() -> None:
