@@ -355,6 +355,21 @@ def test_a_null_and_an_absent_key_stay_different() -> None:
     assert to_dict(a) == with_null and to_dict(b) == without  # ...as each document had it
     built = m.Organisation(id=1, name="Org")
     assert set(to_dict(built)) >= {"parentId", "logo", "createdAt"}  # built by hand: every key
+    import attrs
+
+    renamed = attrs.evolve(b, name="New name")  # keeps extra, so the absent keys stay out
+    assert to_dict(renamed) == {"id": 1, "name": "New name"}
+
+
+def test_numbers_keep_their_kind_and_integral_floats_are_integers() -> None:
+    song = conv.structure(_song(startTime=12, endTime=30.5), m.Song)
+    assert type(to_dict(song)["startTime"]) is int and to_dict(song)["endTime"] == 30.5
+    job = conv.structure(
+        dict(load("get-verification-job.response.json"), id=4.0), m.VerificationJob
+    )
+    assert job.id == 4 and type(job.id) is int
+    with pytest.raises(ResponseDecodeError):
+        conv.structure(dict(load("get-verification-job.response.json"), id=4.5), m.VerificationJob)
 
 
 def test_models_survive_pickle_with_their_extra() -> None:
