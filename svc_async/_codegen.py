@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import linecache
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -217,10 +218,10 @@ def leaf_hook(tp: Any) -> Callable[[Any, Any], Any]:
 
 def _inline(var: str, lines: list[str], indent: str) -> list[str]:
     """The rule's lines applied to ``var`` (the rules name their value ``v``)."""
-    import re
+    return [indent + _V.sub(var, line) for line in lines]
 
-    pattern = re.compile(r"\bv\b")
-    return [indent + pattern.sub(var, line) for line in lines]
+
+_V = re.compile(r"\bv\b")
 
 
 NO_KEYS: frozenset[str] = frozenset()
@@ -268,6 +269,8 @@ class Layout:
     known: frozenset[str]
     keeps_extra: bool
     """The model has ``extra`` (and a record of absent keys): response models do."""
+    defaults: dict[str, tuple[str, Any]]
+    """JSON key of each field with a default -> (attribute name, default value)."""
 
     def extra(self, o: dict[str, Any], absent: frozenset[str]) -> Extra:
         """The keys of ``o`` this model does not know, with the ``absent`` record."""
@@ -289,7 +292,15 @@ def layout(cls: type, json_key: Callable[[attrs.Attribute[Any]], str]) -> Layout
     keys = {f.name: json_key(f) for f in fields}
     optional = tuple(keys[f.name] for f in fields if f.default is not attrs.NOTHING)
     names = {f.name for f in attrs.fields(cls)}
-    return Layout(cls, keys, optional, frozenset(keys.values()), EXTRA in names)
+    defaults = {
+        keys[f.name]: (
+            f.name,
+            f.default.factory() if isinstance(f.default, attrs.Factory) else f.default,  # type: ignore[arg-type]
+        )
+        for f in fields
+        if f.default is not attrs.NOTHING
+    }
+    return Layout(cls, keys, optional, frozenset(keys.values()), EXTRA in names, defaults)
 
 
 def _construct(cls: type, arguments: list[str], names: dict[str, Any]) -> list[str]:

@@ -56,8 +56,6 @@ _MODELS: tuple[type, ...] = tuple(
 """Every attrs class of the models module: found, not listed, so none is forgotten."""
 
 _MODEL_SET = frozenset(_MODELS)
-_HAND_WRITTEN = frozenset({m.JobSearchResults})
-"""Models structured by a hand-written hook (one of two list names)."""
 
 
 def json_name(attribute: str) -> str:
@@ -158,8 +156,7 @@ def _job_search_results(conv: cattrs.Converter) -> Callable[[Any, Any], m.JobSea
         rest = {k: x for k, x in value.items() if k != key and k != "count"}
         absent = NO_KEYS if "count" in value else frozenset({"count"})
         extra = Extra(rest, absent) if rest or absent else NO_EXTRA
-        result = m.JobSearchResults(jobs=jobs, count=count, list_key=key, extra=extra)
-        return result
+        return m.JobSearchResults(jobs=jobs, count=count, list_key=key, extra=extra)
 
     return structure
 
@@ -291,13 +288,19 @@ def _unstructure_factory(conv: cattrs.Converter) -> Callable[[Any], Any]:
         from cattrs.gen import make_dict_unstructure_fn
 
         plain = make_dict_unstructure_fn(cls, conv, **_overrides(cls, True))
-        if not _layout(cls).keeps_extra:
+        spec = _layout(cls)
+        if not spec.keeps_extra:
             return plain
+        defaults = spec.defaults
 
         def unstructure(value: Any) -> dict[str, Any]:
             out: dict[str, Any] = plain(value)
+            # A key the document lacked stays out, unless the field has since been given
+            # a value (``attrs.evolve``): then it is data, and goes out.
             for key in getattr(value.extra, "absent", ()):
-                del out[key]
+                name, default = defaults[key]
+                if getattr(value, name) == default:
+                    del out[key]
             out.update(value.extra)
             return out
 

@@ -359,6 +359,8 @@ def test_a_null_and_an_absent_key_stay_different() -> None:
 
     renamed = attrs.evolve(b, name="New name")  # keeps extra, so the absent keys stay out
     assert to_dict(renamed) == {"id": 1, "name": "New name"}
+    adopted = attrs.evolve(b, parent_id=7)  # ...unless given a value: then it is data
+    assert to_dict(adopted) == {"id": 1, "name": "Org", "parentId": 7}
 
 
 def test_numbers_keep_their_kind_and_integral_floats_are_integers() -> None:
