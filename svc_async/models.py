@@ -640,7 +640,7 @@ class JobRequest:
     """The body of Create Verification Job. Dates go out as ``YYYY-MM-DD``.
 
     ``email`` and ``external_id`` are always sent (``null`` when None), as the service
-    requires the keys. ``type`` and ``output_file`` are left out of the body when None
+    requires the keys; ``external_id`` left unset goes out as ``""``, as it always has. ``type`` and ``output_file`` are left out of the body when None
     (the service then makes a Routine job with no output file).
     """
 
@@ -651,7 +651,7 @@ class JobRequest:
     start_date: dt.date
     end_date: dt.date
     required_territories: list[str] = attrs.field(factory=list)
-    external_id: str | None = None
+    external_id: str | None = ""
     tags: list[str] = attrs.field(factory=list)
     license_details: list[LicenseDetails] = attrs.field(factory=list)
     type: JobType | str | None = attrs.field(default=None, metadata=_OMIT_IF_NONE)

@@ -411,6 +411,15 @@ def test_job_request_body_sends_nulls_and_leaves_out_what_is_unset() -> None:
     body = conv.unstructure(attrs.evolve(example_request(), email=None, external_id=None))
     assert body["email"] is None and body["externalId"] is None
     assert "type" not in body and "outputFile" not in body
+    unset = m.JobRequest(
+        name="n",
+        email="a@b.example",
+        organisation_id=1,
+        audio_file_url="https://files.example/a.mp3",
+        start_date=dt.date(2025, 1, 1),
+        end_date=dt.date(2025, 1, 2),
+    )
+    assert conv.unstructure(unset)["externalId"] == ""
     vod = attrs.evolve(
         example_request(),
         type=m.JobType.VOD,
