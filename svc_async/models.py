@@ -640,8 +640,9 @@ class JobRequest:
     """The body of Create Verification Job. Dates go out as ``YYYY-MM-DD``.
 
     ``email`` and ``external_id`` are always sent (``null`` when None), as the service
-    requires the keys; ``external_id`` left unset goes out as ``""``, as it always has. ``type`` and ``output_file`` are left out of the body when None
-    (the service then makes a Routine job with no output file).
+    requires the keys; ``external_id`` left unset goes out as ``""``, as it always has.
+    ``type`` and ``output_file`` are left out of the body when None (the service then
+    makes a Routine job with no output file).
     """
 
     name: str
