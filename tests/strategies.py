@@ -68,7 +68,7 @@ json_value = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
     max_leaves=8,
 )
-_UNKNOWN_KEYS = st.sampled_from(["futureField", "addedIn2027", "x-trace", "Sync Rights"])
+_UNKNOWN_KEYS = st.sampled_from(["futureField", "addedIn2027", "x-trace", "Sync Rights", "extra"])
 
 
 def obj(required: dict[str, Strategy], optional: dict[str, Strategy] | None = None) -> Strategy:

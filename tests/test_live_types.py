@@ -185,6 +185,25 @@ def test_todays_song_shapes_parse() -> None:
     assert to_dict(rejected)["manualStatus"] == manual
 
 
+@pytest.mark.parametrize(
+    ("change", "path", "message"),
+    [
+        ({"manualStatus": 3}, "$.manualStatus", "expected an object or a string"),
+        ({"manualStatus": {"status": 1, "details": ""}}, "$.manualStatus.status", "string"),
+        ({"svcMixId": True}, "$.svcMixId", "expected a number or a string"),
+        (
+            {"licenseChecks": {"Publishing Arrangement Rights": 0}},
+            "$.licenseChecks['Publishing Arrangement Rights']",
+            "expected a string (CheckResult)",
+        ),
+    ],
+)
+def test_wrong_new_shapes_name_their_path(change: dict[str, Any], path: str, message: str) -> None:
+    with pytest.raises(ResponseDecodeError) as info:
+        conv.structure(_song(**change), m.Song)
+    assert info.value.path == path and message in str(info.value)
+
+
 def test_publishing_arrangement_rights_is_a_failing_check() -> None:
     checks = dict(_song()["licenseChecks"], **{"Publishing Arrangement Rights": "Rejected"})
     parsed = conv.structure(checks, m.LicenseChecks)
