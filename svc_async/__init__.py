@@ -34,6 +34,7 @@ from .errors import (
 )
 from .models import (
     CURRENT_JOB_STATUSES,
+    FINISHED_CURRENT_JOB_STATUSES,
     FINISHED_JOB_STATUSES,
     LEGACY_JOB_STATUSES,
     BespokeAgreement,
@@ -123,6 +124,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CURRENT_JOB_STATUSES",
+    "FINISHED_CURRENT_JOB_STATUSES",
     "FINISHED_JOB_STATUSES",
     "LEGACY_JOB_STATUSES",
     "APIError",

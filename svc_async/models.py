@@ -1,9 +1,12 @@
 """attrs classes for every resource of the interface, and the requests the SDK sends.
 
 Models are frozen and slotted; attribute names are snake_case (the converter maps them
-to the service's camelCase). Enumerated strings are open: a value the SDK has not seen is
-kept as the plain string, so ``LicenseStatus | str`` types read "a known member, or any
-other string the service sends".
+to the service's camelCase; a field may declare its JSON key in ``metadata["json"]``).
+Enumerated strings are open: a value the SDK has not seen is kept as the plain string, so
+``LicenseStatus | str`` types read "a known member, or any other string the service
+sends". Every response model ends with ``extra``: the JSON keys it does not model, so
+nothing the service sends is lost (``svc_async.to_dict`` gives the document back).
+Every attrs class here is found by the converter; none needs registering.
 """
 
 from __future__ import annotations
