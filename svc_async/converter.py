@@ -300,7 +300,7 @@ def _unstructure_factory(conv: cattrs.Converter) -> Callable[[Any], Any]:
             for key in getattr(value.extra, "absent", ()):
                 name, default = defaults[key]
                 if getattr(value, name) == default:
-                    del out[key]
+                    out.pop(key, None)  # (a None check is already left out)
             out.update(value.extra)
             return out
 

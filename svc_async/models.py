@@ -270,51 +270,51 @@ class LicenseChecks:
     """The licence checks of a song, one attribute per check.
 
     A check the response omits is None (the example files omit Publishing Arrangement
-    Rights, and the three Master* checks in job answers); checks the SDK does not know
-    are kept in ``extra`` under their JSON names.
+    Rights, and the three Master* checks in job answers), and ``to_dict`` leaves a None
+    check out; checks the SDK does not know are kept in ``extra`` under their JSON names.
     """
 
     licensee_name_match: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Licensee Name Match"}
+        default=None, metadata={"json": "Licensee Name Match", "omit_if_none": True}
     )
     license_source_matches: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "License Source Matches"}
+        default=None, metadata={"json": "License Source Matches", "omit_if_none": True}
     )
     title_matches: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Title Matches"}
+        default=None, metadata={"json": "Title Matches", "omit_if_none": True}
     )
     artists_match: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Artists Match"}
+        default=None, metadata={"json": "Artists Match", "omit_if_none": True}
     )
     master_choreography_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Master Choreography Rights"}
+        default=None, metadata={"json": "Master Choreography Rights", "omit_if_none": True}
     )
     master_adaptation_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Master Adaptation Rights"}
+        default=None, metadata={"json": "Master Adaptation Rights", "omit_if_none": True}
     )
     master_duplication_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Master Duplication Rights"}
+        default=None, metadata={"json": "Master Duplication Rights", "omit_if_none": True}
     )
     publishing_choreography_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Publishing Choreography Rights"}
+        default=None, metadata={"json": "Publishing Choreography Rights", "omit_if_none": True}
     )
     publishing_adaptation_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Publishing Adaptation Rights"}
+        default=None, metadata={"json": "Publishing Adaptation Rights", "omit_if_none": True}
     )
     publishing_duplication_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Publishing Duplication Rights"}
+        default=None, metadata={"json": "Publishing Duplication Rights", "omit_if_none": True}
     )
     publishing_arrangement_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Publishing Arrangement Rights"}
+        default=None, metadata={"json": "Publishing Arrangement Rights", "omit_if_none": True}
     )
     valid_date: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Valid Date"}
+        default=None, metadata={"json": "Valid Date", "omit_if_none": True}
     )
     full_ownership: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Full Ownership"}
+        default=None, metadata={"json": "Full Ownership", "omit_if_none": True}
     )
     territory_match: dict[str, CheckResult | str] | None = attrs.field(
-        default=None, metadata={"json": "Territory Match"}
+        default=None, metadata={"json": "Territory Match", "omit_if_none": True}
     )
     extra: Mapping[str, Any] = _extra()
 

@@ -127,13 +127,11 @@ events = obj(
         "signupFields": lists(signup_fields),
     },
 )
-check_results = st.none() | open_enum(m.CheckResult)
-license_checks = obj(
+license_checks = obj(  # a check is present with a result, or absent (never null)
     {},
     {
-        **dict.fromkeys(m.LICENSE_CHECK_NAMES, check_results),
-        m.TERRITORY_MATCH_KEY: st.none()
-        | st.dictionaries(countries, open_enum(m.CheckResult), max_size=2),
+        **dict.fromkeys(m.LICENSE_CHECK_NAMES, open_enum(m.CheckResult)),
+        m.TERRITORY_MATCH_KEY: st.dictionaries(countries, open_enum(m.CheckResult), max_size=2),
     },
 )
 svc_licenses = obj(
