@@ -17,11 +17,14 @@ from .clock import parse_timestamp
 JSON = dict[str, Any]
 Path = list[str | int]
 
-__all__ = ["Validator"]
+__all__ = ["MISSING", "Validator"]
 
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_MISSING = object()
+_NAN = float("nan")
+MISSING: Any = object()
+"""Marks an absent key (zod reports it as ``undefined``)."""
+_MISSING = MISSING
 
 
 def type_name(value: Any) -> str:
@@ -72,6 +75,41 @@ class Validator:
             {"code": "invalid_string", "validation": validation, "path": path, "message": message}
         )
 
+    def size_issue(
+        self, path: Path, code: str, bound: int, kind: str, *, exact: bool = False
+    ) -> None:
+        """Record a ``too_small``/``too_big`` issue on a string's or array's length."""
+        small = code == "too_small"
+        unit = "character(s)" if kind == "string" else "element(s)"
+        word = "exactly" if exact else ("at least" if small else "at most")
+        self.issues.append(
+            {
+                "code": code,
+                "minimum" if small else "maximum": bound,
+                "type": kind,
+                "inclusive": True,
+                "exact": exact,
+                "path": path,
+                "message": f"{kind.capitalize()} must contain {word} {bound} {unit}",
+            }
+        )
+
+    def enum_issue(self, path: Path, options: Any, value: Any) -> None:
+        """Record an ``invalid_enum_value`` issue."""
+        if value is _MISSING:
+            self.type_issue(path, " | ".join(repr(o) for o in options), value)
+            return
+        expected = " | ".join(f"'{o}'" for o in options)
+        self.issues.append(
+            {
+                "received": value,
+                "code": "invalid_enum_value",
+                "options": list(options),
+                "path": path,
+                "message": f"Invalid enum value. Expected {expected}, received '{value}'",
+            }
+        )
+
     def custom(self, path: Path, message: str) -> None:
         """Record a ``custom`` issue."""
         self.issues.append({"code": "custom", "path": path, "message": message})
@@ -83,13 +121,24 @@ class Validator:
         required: bool = False,
         minimum: int | None = None,
         maximum: int | None = None,
+        coerce: bool = False,
     ) -> int | None:
-        """Read an integer field, checking its range."""
+        """Read an integer field, checking its range (``coerce``: numeric strings too)."""
         value = self.body.get(name, _MISSING)
         if value is _MISSING or (value is None and not required):
             if required:
                 self.type_issue([name], "number", value)
             return None
+        if coerce and isinstance(value, str):
+            try:
+                value = float(value) if value.strip() else _NAN
+            except ValueError:
+                value = _NAN
+            if value != value:
+                self.type_issue([name], "number", value)
+                self.issues[-1]["received"] = "nan"
+                self.issues[-1]["message"] = "Expected number, received nan"
+                return None
         if not isinstance(value, int | float) or isinstance(value, bool):
             self.type_issue([name], "number", value)
             return None
