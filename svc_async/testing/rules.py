@@ -19,6 +19,8 @@ unknown keys dropped, or raises ``HTTPError(400, issues)``. The rules:
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -52,6 +54,25 @@ _EMAIL = re.compile(
     r"^(?!\.)(?!.*\.\.)([A-Z0-9_'+\-.]*)[A-Z0-9_+-]@([A-Z0-9][A-Z0-9\-]*\.)+[A-Z]{2,}$",
     re.IGNORECASE,
 )
+
+
+_ISO = re.compile(
+    r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$"
+)
+
+
+def parse_date(text: str) -> float | None:
+    """Epoch seconds of an ISO 8601 date or timestamp, or an RFC 2822 date (as
+    JavaScript's ``Date`` parses them); None when it is not a date."""
+    if _ISO.match(text.strip()):
+        return parse_timestamp(text.strip())
+    try:
+        parsed = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed.timestamp()
 
 
 def _done(v: Validator, request: JSON) -> JSON:
@@ -221,7 +242,7 @@ def read_entries_filter(body: Any) -> tuple[float | None, list[JSON]]:
     after: float | None = None
     raw = v.body.get("updatedAfter", MISSING)
     if isinstance(raw, str):
-        after = parse_timestamp(raw)
+        after = parse_date(raw)
         if after is None:
             v.string_issue(["updatedAfter"], "datetime", "Invalid date")
     elif raw is not MISSING and raw is not None:
