@@ -148,7 +148,7 @@ async def test_cut_body_on_downloads() -> None:
     assert len(got) == 2048
     with pytest.raises(ConnectionLostError):
         await fake.transport().send(make_request("GET", url, token=None))
-    async with fake.serve() as base, aiohttp.ClientSession() as session:
+    async with fake.serve(), aiohttp.ClientSession() as session:
         # Same signed path, now on the files origin's loopback port.
         live = url.replace("http://files.fake.invalid", fake.files_url)
         with pytest.raises(aiohttp.ClientPayloadError):
