@@ -59,64 +59,68 @@ def _decode_error(audio_url: str) -> str:
     return ""
 
 
-def _job_songs(
-    state: State,
-    files: FileStore,
-    request: JSON,
-    catalogue: Sequence[JSON],
-    end: float,
-) -> list[JSON]:
+def _external(state: State, files: FileStore, detail: JSON) -> tuple[JSON, list[str]]:
+    urls = [str(u) for u in detail.get("licenseFileURLs") or []]
+    ext = {
+        "id": state.next_id("external_licence", 100),
+        "sourceName": detail.get("licenseSourceName") or "",
+        "files": [
+            {
+                "id": state.next_id("licence_file", 100),
+                "downloadURL": files.licence_path(
+                    "external-licenses/" + hashlib.md5(u.encode()).hexdigest() + ".pdf"
+                ),
+            }
+            for u in urls
+        ],
+    }
+    return ext, urls
+
+
+def _job_song(
+    state: State, files: FileStore, request: JSON, meta: JSON, start: int, end: float
+) -> JSON:
+    """One detected song's verdict (rules in ``licensing``); Master checks left out."""
     territories: list[str] = list(request.get("requiredTerritories") or [])
     licences = state.licences_for(request.get("email"))
     details: list[JSON] = list(request.get("licenseDetails") or [])
+    covering = [lic for lic in licences if lic.svc_ids is None or meta["svcId"] in lic.svc_ids]
+    if covering:
+        lic = covering[0]
+        checks = service_checks(
+            territories,
+            licence_territories=lic.territories,
+            valid=lic.valid_to >= end,
+            master=False,
+        )
+        svc = svc_license_json(
+            ref=lic.ref,
+            date_purchased=lic.date_purchased,
+            valid_to=lic.valid_to,
+            territories=lic.territories,
+            path=files.licence_path(lic.file_key),
+        )
+        return make_song(meta, start=start, checks=checks, source="Service", svc_license=svc)
+    if details:
+        ext, urls = _external(state, files, details[0])
+        return make_song(
+            meta,
+            start=start,
+            checks=external_checks(urls, territories, master=False),
+            source=str(details[0].get("licenseSource") or "Other"),
+            external_license=ext,
+        )
+    checks = make_checks("Unknown", dict.fromkeys(territories, "Unknown"), include_master=False)
+    return make_song(meta, start=start, checks=checks, source="Pending License")
+
+
+def _job_songs(
+    state: State, files: FileStore, request: JSON, catalogue: Sequence[JSON], end: float
+) -> list[JSON]:
     songs: list[JSON] = []
     start = 0
     for meta in pick_songs(catalogue, str(request["audioFileURL"])):
-        covering = [lic for lic in licences if lic.svc_ids is None or meta["svcId"] in lic.svc_ids]
-        if covering:
-            lic = covering[0]
-            checks = service_checks(
-                territories,
-                licence_territories=lic.territories,
-                valid=lic.valid_to >= end,
-                master=False,
-            )
-            svc = svc_license_json(
-                ref=lic.ref,
-                date_purchased=lic.date_purchased,
-                valid_to=lic.valid_to,
-                territories=lic.territories,
-                path=files.licence_path(lic.file_key),
-            )
-            song = make_song(meta, start=start, checks=checks, source="Service", svc_license=svc)
-        elif details:
-            detail = details[0]
-            urls = [str(u) for u in detail.get("licenseFileURLs") or []]
-            ext = {
-                "id": state.next_id("external_licence", 100),
-                "sourceName": detail.get("licenseSourceName") or "",
-                "files": [
-                    {
-                        "id": state.next_id("licence_file", 100),
-                        "downloadURL": files.licence_path(
-                            "external-licenses/" + hashlib.md5(u.encode()).hexdigest() + ".pdf"
-                        ),
-                    }
-                    for u in urls
-                ],
-            }
-            song = make_song(
-                meta,
-                start=start,
-                checks=external_checks(urls, territories, master=False),
-                source=str(detail.get("licenseSource") or "Other"),
-                external_license=ext,
-            )
-        else:
-            checks = make_checks(
-                "Unknown", dict.fromkeys(territories, "Unknown"), include_master=False
-            )
-            song = make_song(meta, start=start, checks=checks, source="Pending License")
+        song = _job_song(state, files, request, meta, start, end)
         songs.append(song)
         start = int(song["endTime"])
     return songs

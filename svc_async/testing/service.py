@@ -20,13 +20,14 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from .app import InProcessTransport, make_app
-from .builders import Builders
 from .clock import FakeClock
 from .core import ServiceCore, Settings
+from .drivers import Drivers
 from .faults import FaultConfig
 from .files import FILES_ORIGIN, FileStore
 from .flavour import Flavour
 from .jobs import render_output_file
+from .knobs import Knobs
 from .licensing import build_catalogue
 from .lifecycle import due_notices
 from .observe import Observers
@@ -50,7 +51,7 @@ JSON = dict[str, Any]
 __all__ = ["FakeService"]
 
 
-class FakeService(Builders, Observers):
+class FakeService(Drivers, Observers, Knobs):
     """A stateful in-memory fake of the service, for demos, end-to-end tests and yours.
 
     ``seed`` makes the demo data, tokens and fault draws deterministic. Times are on
@@ -144,71 +145,6 @@ class FakeService(Builders, Observers):
 
     def __repr__(self) -> str:
         return f"<FakeService seed={self.seed} jobs={len(self.state.jobs)} url={self.base_url}>"
-
-    # ----------------------------------------------------------------- settings
-
-    @property
-    def processing_delay(self) -> float:
-        """Seconds from job creation to its final status (new jobs only)."""
-        return self.settings.processing_delay
-
-    @processing_delay.setter
-    def processing_delay(self, value: float) -> None:
-        self.settings.processing_delay = value
-
-    @property
-    def token_ttl(self) -> float | None:
-        """Lifetime in seconds of access tokens issued from now on (None: forever)."""
-        return self.settings.token_ttl
-
-    @token_ttl.setter
-    def token_ttl(self, value: float | None) -> None:
-        self.settings.token_ttl = value
-
-    @property
-    def rate_limit(self) -> tuple[int, float] | None:
-        """(requests, window seconds) per token, fixed window; None disables it."""
-        return self.settings.rate_limit
-
-    @rate_limit.setter
-    def rate_limit(self, value: tuple[int, float] | None) -> None:
-        self.settings.rate_limit = value
-
-    @property
-    def search_lag(self) -> float:
-        """Seconds after creation before a job shows up in search."""
-        return self.settings.search_lag
-
-    @search_lag.setter
-    def search_lag(self, value: float) -> None:
-        self.settings.search_lag = value
-
-    @property
-    def clock_skew(self) -> float:
-        """Seconds added to the clock for everything the server says (Date, timestamps)."""
-        return self.settings.clock_skew
-
-    @clock_skew.setter
-    def clock_skew(self, value: float) -> None:
-        self.settings.clock_skew = value
-
-    @property
-    def faults(self) -> FaultConfig | None:
-        """The active fault configuration; assigning one restarts its random sequence."""
-        return self.core.injector.config
-
-    @faults.setter
-    def faults(self, value: FaultConfig | None) -> None:
-        self.core.injector.config = value
-
-    @property
-    def webhook_url(self) -> str | None:
-        """Where job status updates are POSTed (None: nowhere)."""
-        return self._webhooks.url
-
-    @webhook_url.setter
-    def webhook_url(self, value: str | None) -> None:
-        self._webhooks.url = value
 
     @property
     def files_url(self) -> str:

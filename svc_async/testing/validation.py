@@ -114,6 +114,32 @@ class Validator:
         """Record a ``custom`` issue."""
         self.issues.append({"code": "custom", "path": path, "message": message})
 
+    def _received(self, path: Path, expected: str, received: str) -> None:
+        self.type_issue(path, expected, None)
+        self.issues[-1]["received"] = received
+        self.issues[-1]["message"] = f"Expected {expected}, received {received}"
+
+    def _bound(self, name: str, number: int, minimum: int | None, maximum: int | None) -> bool:
+        for code, bound, word in (
+            ("too_small", minimum, "greater"),
+            ("too_big", maximum, "less"),
+        ):
+            if bound is None or (number >= bound if code == "too_small" else number <= bound):
+                continue
+            self.issues.append(
+                {
+                    "code": code,
+                    "minimum" if code == "too_small" else "maximum": bound,
+                    "type": "number",
+                    "inclusive": True,
+                    "exact": False,
+                    "path": [name],
+                    "message": f"Number must be {word} than or equal to {bound}",
+                }
+            )
+            return False
+        return True
+
     def integer(
         self,
         name: str,
@@ -123,7 +149,8 @@ class Validator:
         maximum: int | None = None,
         coerce: bool = False,
     ) -> int | None:
-        """Read an integer field, checking its range (``coerce``: numeric strings too)."""
+        """Read an integer field, checking its range (``coerce``: numeric strings too,
+        as zod's ``coerce.number`` reads them: a non-numeric string is ``nan``)."""
         value = self.body.get(name, _MISSING)
         if value is _MISSING or (value is None and not required):
             if required:
@@ -135,46 +162,16 @@ class Validator:
             except ValueError:
                 value = _NAN
             if value != value:
-                self.type_issue([name], "number", value)
-                self.issues[-1]["received"] = "nan"
-                self.issues[-1]["message"] = "Expected number, received nan"
+                self._received([name], "number", "nan")
                 return None
         if not isinstance(value, int | float) or isinstance(value, bool):
             self.type_issue([name], "number", value)
             return None
         if isinstance(value, float) and not value.is_integer():
-            self.type_issue([name], "integer", value)
-            self.issues[-1]["received"] = "float"
-            self.issues[-1]["message"] = "Expected integer, received float"
+            self._received([name], "integer", "float")
             return None
         number = int(value)
-        if minimum is not None and number < minimum:
-            self.issues.append(
-                {
-                    "code": "too_small",
-                    "minimum": minimum,
-                    "type": "number",
-                    "inclusive": True,
-                    "exact": False,
-                    "path": [name],
-                    "message": f"Number must be greater than or equal to {minimum}",
-                }
-            )
-            return None
-        if maximum is not None and number > maximum:
-            self.issues.append(
-                {
-                    "code": "too_big",
-                    "maximum": maximum,
-                    "type": "number",
-                    "inclusive": True,
-                    "exact": False,
-                    "path": [name],
-                    "message": f"Number must be less than or equal to {maximum}",
-                }
-            )
-            return None
-        return number
+        return number if self._bound(name, number, minimum, maximum) else None
 
     def string(self, name: str, *, required: bool = False, nullable: bool = False) -> str | None:
         """Read a string field."""
