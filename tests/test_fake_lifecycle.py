@@ -282,3 +282,22 @@ async def test_legacy_mode_speaks_the_published_examples() -> None:
             assert fake.job(created["id"])["status"] == "Confirmed"
             await fake.wait_webhooks()
     assert [r["body"]["status"] for r in received] == ["Completed", "Confirmed"]
+
+
+async def test_add_event_without_territory_and_with_a_multiple_select_question() -> None:
+    async with fresh(demo_data=False) as fake:
+        event_id = fake.add_event(1, "Venue TBC", territory=None, multiple_select=["Pom", "Jazz"])
+        entry = fake.add_entry(event_id, fields={"styles": ["Pom", "Jazz"]}, recording="licensed")
+        _, _, events = await call(fake, "POST", "/api/public/v1/event")
+        (event,) = events
+        assert event["territory"] is None
+        assert event["signupFields"][-1]["type"] == "multipleSelect"
+        assert event["signupFields"][-1]["options"] == ["Pom", "Jazz"]
+        path = f"/api/public/v1/event/{event_id}/entries"
+        body = {"fields": [{"key": "STYLES", "value": "jazz"}]}
+        _, _, found = await call(fake, "POST", path, body)
+        assert [e["id"] for e in found] == [entry]
+        assert found[0]["fields"][-1]["value"] == ["Pom", "Jazz"]
+        # No territory, so no territory to check.
+        song = found[0]["soundRecording"]["songs"][0]
+        assert song["licenseChecks"] is None or song["licenseChecks"]["Territory Match"] == {}
