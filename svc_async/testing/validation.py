@@ -19,7 +19,6 @@ Path = list[str | int]
 
 __all__ = ["MISSING", "Validator"]
 
-_COUNTRY = re.compile(r"^[A-Z]{2}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _NAN = float("nan")
 MISSING: Any = object()
@@ -208,14 +207,6 @@ class Validator:
                 ok = False
         return list(value) if ok else None
 
-    def email(self, name: str) -> str | None:
-        """Read a required email field (must contain ``@`` with text either side)."""
-        value = self.string(name, required=True)
-        if value is not None and not re.fullmatch(r"[^@\s]+@[^@\s]+", value):
-            self.string_issue([name], "email", "Invalid email")
-            return None
-        return value
-
     def url_at(self, path: Path, value: Any) -> str | None:
         """Check that ``value`` is an http(s) URL string."""
         if not isinstance(value, str):
@@ -240,42 +231,6 @@ class Validator:
             self.string_issue([name], "regex", "Invalid date, expected YYYY-MM-DD")
             return None
         return value
-
-    def datetime(self, name: str) -> float | None:
-        """Read an optional ISO 8601 timestamp field."""
-        value = self.string(name)
-        if value is None:
-            return None
-        ts = parse_timestamp(value)
-        if ts is None or "T" not in value:
-            self.string_issue([name], "datetime", "Invalid datetime")
-            return None
-        return ts
-
-    def countries(self, name: str) -> list[str] | None:
-        """Read a required array of two-letter upper-case country codes."""
-        values = self.string_list(name, required=True)
-        if values is None:
-            return None
-        bad = [i for i, v in enumerate(values) if not _COUNTRY.match(v)]
-        for i in bad:
-            self.string_issue([name, i], "regex", "Invalid country code")
-        return None if bad else values
-
-    def objects(self, name: str) -> list[JSON] | None:
-        """Read an optional array of objects."""
-        value = self.body.get(name, _MISSING)
-        if value is _MISSING:
-            return None
-        if not isinstance(value, list):
-            self.type_issue([name], "array", value)
-            return None
-        ok = True
-        for i, item in enumerate(value):
-            if not isinstance(item, dict):
-                self.type_issue([name, i], "object", item)
-                ok = False
-        return list(value) if ok else None
 
     def field_in(self, obj: JSON, path: Path, key: str, expected: str) -> Any:
         """Read ``obj[key]`` (required) of type ``expected`` ("string" or "array")."""
