@@ -38,7 +38,8 @@ def _invite_url(target: Any) -> str:
             raise ValueError(f"{where} has no invite_url (the service sent null)")
     else:
         raise TypeError(
-            f"target must be an Event, a Season or an invite URL string, got {type(target).__name__}"
+            "target must be an Event, a Season or an invite URL string,"
+            f" got {type(target).__name__}"
         )
     # Reported without the URL itself: its token lets anyone sign up.
     try:
