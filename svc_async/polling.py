@@ -395,6 +395,9 @@ class _Many:
             str(s) for s in CURRENT_JOB_STATUSES if str(s) in policy.finished_statuses
         ]
         self._unsearchable = policy.finished_statuses - current
+        self.searched = False
+        """Whether a search was made: the first is unfiltered, to see finished jobs in
+        any vocabulary (and learn whether the service still ends jobs at legacy names)."""
 
     def note(self, job: VerificationJob) -> VerificationJob | None:
         """Record a snapshot; returns it when it finishes a pending job."""
@@ -494,11 +497,14 @@ async def _many(
                     if (done := state.note(job)) is not None:
                         finished.append(done)
                     if state.tags:
+                        state.searched = True
                         for found in await state.search((), clock) or []:
                             if (done := state.note(found)) is not None:
                                 finished.append(done)
             elif state.tags and state.covered:
-                for found in await state.search(state.statuses, clock) or []:
+                statuses = state.statuses if state.searched else []
+                state.searched = True
+                for found in await state.search(statuses, clock) or []:
                     if (done := state.note(found)) is not None:
                         finished.append(done)
             to_get = state.next_gets(tick)
@@ -554,6 +560,6 @@ def wait_many(
         raise TypeError("job_ids must be a collection of ints")
     ids = list(dict.fromkeys(v.positive_id(i, "job_ids[]") for i in job_ids))
     if tag is not None:
-        v.tags([tag], "tag")
+        v.string(tag, "tag", allow_empty=True)  # a search tag: any length
     chosen = _policy(policy)
     return _many(jobs, ids, tag, chosen, _limit(timeout, chosen))

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from svc_async import JobStatus, SvcError, WebhookVerificationError
 from svc_async.webhooks import (
     DEFAULT_PATH,
+    MAX_BODY,
     JobStatusUpdate,
     WebhookPayloadError,
     WebhookReceiver,
@@ -251,7 +252,7 @@ async def test_bad_payload_is_a_400_and_not_dispatched() -> None:
     async with serving(receiver) as url:
         assert await post(url, b"{nope", params={"key": SECRET}) == 400
         assert await post(url, {"status": "Completed"}, params={"key": SECRET}) == 400
-        assert await post(url, b"x" * 70_000, params={"key": SECRET}) == 413
+        assert await post(url, b"x" * (MAX_BODY + 1), params={"key": SECRET}) == 413
     assert receiver.stats.rejected == 3 and receiver.stats.dispatched == 0
 
 
