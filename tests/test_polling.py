@@ -202,7 +202,7 @@ def test_old_policy_names_still_work_with_a_deprecation_warning(
     with pytest.warns(DeprecationWarning, match=new):
         assert getattr(policy, old) == value
     with (
-        pytest.warns(DeprecationWarning),
+        pytest.warns(DeprecationWarning, match=old),
         pytest.raises(TypeError, match=f"both {old}= and {new}="),
     ):
         PollPolicy(**{old: value, new: value})
