@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from . import _validate as v
-from .errors import JobWaitTimeout, RateLimitError, ServerError, SvcError, TransportError
+from .errors import (
+    BadRequestError,
+    JobWaitTimeout,
+    RateLimitError,
+    ServerError,
+    SvcError,
+    TransportError,
+)
 from .models import CURRENT_JOB_STATUSES, FINISHED_JOB_STATUSES, JobRequest, VerificationJob
 from .webhooks import WebhookReceiver, _Subscription
 
@@ -440,6 +447,13 @@ class _Many:
                 logger.warning("job search failed (%s); will try again", type(exc).__name__)
                 self.error = exc
                 return None
+            except BadRequestError:
+                if not statuses:
+                    raise
+                # A service of the older vocabulary refuses today's statuses: stop filtering.
+                logger.info("the service refused the status filter; searching without it")
+                self.statuses = []
+                return await self.search((), clock)
             found.extend(page.jobs)
             offset += len(page.jobs)
             if not page.jobs or offset >= page.count:

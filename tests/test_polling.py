@@ -57,8 +57,11 @@ def make_job(status: str = "Created", error: str = "") -> VerificationJob:
 class Timeline:
     """Jobs whose status is a function of loop time since they were registered."""
 
-    def __init__(self, list_key: str = "jobs") -> None:
+    def __init__(self, list_key: str = "jobs", allowed: Any = CURRENT_JOB_STATUSES) -> None:
         self.loop = asyncio.get_running_loop()
+        self.allowed = {str(s) for s in allowed}
+        """Statuses a search may carry; others are refused with 400 like the service does."""
+        self.refused = 0
         self.jobs: dict[int, tuple[float, float, str, str, list[str]]] = {}
         self.list_key = list_key
         """``results`` as today's service answers a search, ``jobs`` as before 2025-01."""
@@ -105,8 +108,9 @@ class Timeline:
             self.searches += 1
             body = orjson.loads(request.content or b"{}")
             self.search_bodies.append(body)
-            if any(s not in CURRENT_JOB_STATUSES for s in body["statuses"]):
+            if any(s not in self.allowed for s in body["statuses"]):
                 # The live service refuses a status its current list lacks.
+                self.refused += 1
                 return json_response({"statusCode": 400, "message": "bad status"}, status=400)
             rendered = [self.render(i) for i in sorted(self.jobs)]
             matches = [
@@ -689,3 +693,15 @@ async def test_wait_many_on_a_legacy_service_stops_filtering_by_status() -> None
     assert sent <= set(CURRENT_JOB_STATUSES) and "Completed" not in sent
     assert timeline.search_bodies[-1]["statuses"] == []
     assert timeline.gets + timeline.searches < 30
+
+
+async def test_wait_many_drops_the_status_filter_when_an_older_service_refuses_it() -> None:
+    """A service of the pre-2025 vocabulary refuses Processed/Submitted with 400."""
+    legacy = ["Created", "Downloading", "DetectingMusic", "Matching", "Completed", "Errored"]
+    timeline = Timeline(allowed=legacy)
+    ids = add_batch(timeline, 20, lambda i: ["batch-11"])
+    async with client_for(timeline) as svc:
+        done = [job async for job in svc.jobs.wait_many(ids, tag="batch-11", policy=FAST)]
+    assert sorted(j.id for j in done) == ids
+    assert timeline.refused <= 1
+    assert timeline.search_bodies[-1]["statuses"] == []
