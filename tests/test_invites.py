@@ -140,3 +140,17 @@ async def test_a_fake_service_event_invite_link_keeps_its_token() -> None:
     token = dict(_query(event.invite_url or ""))["token"]
     assert dict(_query(link)) == {"token": token, "uniqueID": "A 1", "entryName": "Zoë"}
     assert link.startswith(event.invite_url or "")
+
+
+def test_the_readme_example() -> None:
+    event = _event(keys=("uniqueID", "division"))
+    link = invite_link(
+        event,
+        {"uniqueID": "12345678", "division": "Senior Elite"},
+        name="Ava Smith",
+        email="ava@club.example",
+    )
+    assert link == (
+        BASE + "&uniqueID=12345678&division=Senior%20Elite"
+        "&entryName=Ava%20Smith&entryEmail=ava%40club.example"
+    )
