@@ -1,7 +1,8 @@
 """Waiting for verification jobs: ``PollPolicy`` and the pollers behind ``jobs.wait``.
 
 A single job is polled with ``jobs.get`` on a growing, jittered interval until it is
-finished. With ``Client(..., webhooks=receiver)`` the wait also wakes on the job's
+finished: Processed, Submitted or Errored, the legacy Completed/Confirmed, or any job
+with an ``errorMessage`` (``PollPolicy.finished_statuses``). With ``Client(..., webhooks=receiver)`` the wait also wakes on the job's
 webhook delivery, confirms with one ``get``, and meanwhile polls only slowly in case the
 delivery never comes. Many jobs are watched together with one tag search per tick
 (``wait_many``) instead of one poll loop each.
@@ -567,8 +568,11 @@ def wait_many(
 
     When the jobs share ``tag`` (given, or else found from the first job's tags), each
     tick is one search for finished jobs with that tag; jobs the search does not cover
-    are read with ``get`` in small round-robin batches. ``JobWaitTimeout`` (with one
-    still-pending job's last snapshot, or None) when ``timeout`` passes.
+    are read with ``get`` in small round-robin batches. The first search is unfiltered;
+    later ones carry only the finished statuses of the service's current list, and none
+    once the service shows it ends jobs at a legacy status or refuses the filter.
+    ``timeout`` bounds the whole wait: ``JobWaitTimeout`` (with one still-pending job's
+    last snapshot, or None) when it passes.
     """
     if isinstance(job_ids, str | bytes):
         raise TypeError("job_ids must be a collection of ints")
