@@ -2,9 +2,10 @@
 
 A single job is polled with ``jobs.get`` on a growing, jittered interval until it is
 finished: Processed, Submitted or Errored, the legacy Completed/Confirmed, or any job
-with an ``errorMessage`` (``PollPolicy.finished_statuses``). With ``Client(..., webhooks=receiver)`` the wait also wakes on the job's
-webhook delivery, confirms with one ``get``, and meanwhile polls only slowly in case the
-delivery never comes. Many jobs are watched together with one tag search per tick
+with an ``errorMessage`` (``PollPolicy.finished_statuses``). With
+``Client(..., webhooks=receiver)`` the wait also wakes on the job's webhook delivery,
+confirms with one ``get``, and meanwhile polls only slowly in case the delivery never
+comes. Many jobs are watched together with one tag search per tick
 (``wait_many``) instead of one poll loop each.
 
 Transient failures of a poll (transport errors, 5xx, 429 after the client's own retries)
