@@ -254,7 +254,8 @@ def _output_file(data: Mapping[str, Any]) -> OutputFileUpdate:
     is_test = _is_test(data.get("isTest"))
     _positive(data.get("id"), "id", is_test)
     _positive(data.get("verificationJobId"), "verificationJobId", is_test)
-    output: OutputFile = _structured(data, OutputFile, "outputFile")
+    fields = {key: value for key, value in data.items() if key != "isTest"}
+    output: OutputFile = _structured(fields, OutputFile, "outputFile")
     return OutputFileUpdate(output_file=output, is_test=is_test)
 
 

@@ -419,6 +419,8 @@ def test_parse_an_output_file_callback() -> None:
     update = parse_output_file(OUTPUT)
     assert isinstance(update.output_file, OutputFile)
     assert update.job_id == 12 and update.output_file.is_ready
+    assert update.output_file.extra == {}
+    assert parse_output_file({**OUTPUT, "isTest": True}).output_file.extra == {}
     assert update.output_file.status == OutputFileStatus.COMPLETED
     pending = parse_output_file({**OUTPUT, "status": "Queued", "downloadURL": None})
     assert pending.output_file.status == "Queued" and not pending.output_file.is_ready
