@@ -13,16 +13,16 @@ import gc
 import types
 import typing
 from collections.abc import Callable
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from . import models as m
 from ._codegen import (
-    ABSENT,
     EXTRA,
     NO_EXTRA,
+    NO_KEYS,
+    Extra,
     Layout,
     LeafError,
     describe,
@@ -56,8 +56,6 @@ _MODELS: tuple[type, ...] = tuple(
 """Every attrs class of the models module: found, not listed, so none is forgotten."""
 
 _MODEL_SET = frozenset(_MODELS)
-_HAND_WRITTEN = frozenset({m.JobSearchResults})
-"""Models structured by a hand-written hook (one of two list names)."""
 
 
 def json_name(attribute: str) -> str:
@@ -156,12 +154,9 @@ def _job_search_results(conv: cattrs.Converter) -> Callable[[Any, Any], m.JobSea
         if type(count) is not int:
             raise LeafError(f"expected an integer, got {describe(count)}", ".count")
         rest = {k: x for k, x in value.items() if k != key and k != "count"}
-        result = m.JobSearchResults(
-            jobs=jobs, count=count, list_key=key, extra=MappingProxyType(rest) if rest else NO_EXTRA
-        )
-        if "count" not in value:
-            object.__setattr__(result, ABSENT, frozenset({"count"}))
-        return result
+        absent = NO_KEYS if "count" in value else frozenset({"count"})
+        extra = Extra(rest, absent) if rest or absent else NO_EXTRA
+        return m.JobSearchResults(jobs=jobs, count=count, list_key=key, extra=extra)
 
     return structure
 
@@ -169,7 +164,7 @@ def _job_search_results(conv: cattrs.Converter) -> Callable[[Any, Any], m.JobSea
 def _unstructure_job_search_results(conv: cattrs.Converter) -> Callable[[Any], Any]:
     def unstructure(value: m.JobSearchResults) -> dict[str, Any]:
         out: dict[str, Any] = {value.list_key: conv.unstructure(value.jobs)}
-        if "count" not in value._absent_keys:
+        if "count" not in getattr(value.extra, "absent", ()):
             out["count"] = value.count
         out.update(value.extra)
         return out
@@ -236,9 +231,7 @@ def _precise_model(hook: Callable[[Any, Any], T], spec: Layout) -> Callable[[Any
             raise LeafError(f"expected an object, got {describe(value)}")
         result = hook(value, tp)
         if spec.keeps_extra:
-            extra, absent = spec.leftovers(value)
-            object.__setattr__(result, EXTRA, extra)
-            object.__setattr__(result, ABSENT, absent)
+            object.__setattr__(result, EXTRA, spec.extra(value, spec.absent(value)))
         return result
 
     return structure
@@ -250,7 +243,7 @@ def _overrides(cls: type, unstructure: bool) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for field in attrs.fields(cls):
-        if field.name in (EXTRA, ABSENT):
+        if field.name == EXTRA:
             out[field.name] = override(omit=True)
         else:
             omit_none = unstructure and field.metadata.get("omit_if_none") is True
@@ -295,13 +288,19 @@ def _unstructure_factory(conv: cattrs.Converter) -> Callable[[Any], Any]:
         from cattrs.gen import make_dict_unstructure_fn
 
         plain = make_dict_unstructure_fn(cls, conv, **_overrides(cls, True))
-        if not _layout(cls).keeps_extra:
+        spec = _layout(cls)
+        if not spec.keeps_extra:
             return plain
+        defaults = spec.defaults
 
         def unstructure(value: Any) -> dict[str, Any]:
             out: dict[str, Any] = plain(value)
-            for key in getattr(value, ABSENT):
-                del out[key]
+            # A key the document lacked stays out, unless the field has since been given
+            # a value (``attrs.evolve``): then it is data, and goes out.
+            for key in getattr(value.extra, "absent", ()):
+                name, default = defaults[key]
+                if getattr(value, name) == default:
+                    del out[key]
             out.update(value.extra)
             return out
 
