@@ -23,7 +23,7 @@ import math
 import random
 import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -91,6 +91,9 @@ _OLD_NAMES = {
 """PollPolicy's names before it spoke RetryPolicy's (stamina's) vocabulary: deprecated."""
 
 
+_DEFAULT_WAITS = {"wait_initial": 1.0, "wait_exp_base": 1.5, "wait_max": 15.0, "wait_jitter": 0.1}
+
+
 def _renamed(old: str) -> str:
     new = _OLD_NAMES[old]
     return f"PollPolicy({old}=...) is deprecated; use {new}= (the name RetryPolicy uses)"
@@ -126,14 +129,47 @@ class PollPolicy:
     )
     webhook_factor: float = 4.0
 
-    def __init__(self, **kwargs: Any) -> None:
-        for old, new in _OLD_NAMES.items():
-            if old in kwargs:
-                warnings.warn(_renamed(old), DeprecationWarning, stacklevel=2)
-                if new in kwargs:
-                    raise TypeError(f"PollPolicy got both {old}= and {new}=; pass only {new}=")
-                kwargs[new] = kwargs.pop(old)
-        self.__attrs_init__(**kwargs)
+    def __init__(
+        self,
+        *,
+        wait_initial: float = 1.0,
+        wait_exp_base: float = 1.5,
+        wait_max: float = 15.0,
+        wait_jitter: float = 0.1,
+        timeout: float | None = 600.0,
+        finished_statuses: Iterable[str] = FINISHED_JOB_STATUSES,
+        webhook_factor: float = 4.0,
+        initial: float | None = None,
+        multiplier: float | None = None,
+        max_interval: float | None = None,
+        jitter: float | None = None,
+    ) -> None:
+        waits = {
+            "wait_initial": wait_initial,
+            "wait_exp_base": wait_exp_base,
+            "wait_max": wait_max,
+            "wait_jitter": wait_jitter,
+        }
+        old = {
+            "initial": initial,
+            "multiplier": multiplier,
+            "max_interval": max_interval,
+            "jitter": jitter,
+        }
+        for name, value in old.items():
+            if value is None:
+                continue
+            new = _OLD_NAMES[name]
+            warnings.warn(_renamed(name), DeprecationWarning, stacklevel=2)
+            if waits[new] != _DEFAULT_WAITS[new]:
+                raise TypeError(f"PollPolicy got both {name}= and {new}=; pass only {new}=")
+            waits[new] = value
+        self.__attrs_init__(
+            **waits,
+            timeout=timeout,
+            finished_statuses=finished_statuses,
+            webhook_factor=webhook_factor,
+        )
 
     def __attrs_post_init__(self) -> None:
         _positive(self.wait_initial, "wait_initial")
