@@ -42,7 +42,7 @@ from .webhooks import WebhookReceiver, _Subscription
 if TYPE_CHECKING:
     from .resources.jobs import Jobs
 
-logger = logging.getLogger("svc_async.polling")
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "JobIds",

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from .sync import SyncState
 
-logger = logging.getLogger("svc_async.webhooks")
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_PATH",
