@@ -16,7 +16,7 @@ import aiohttp
 import orjson
 import pytest
 from aiohttp import web
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from svc_async import (
@@ -116,6 +116,12 @@ json_values = st.recursive(
 )
 
 
+# Generation is cheap, but a garbage collection left by earlier tests can stall the first
+# draw on a loaded machine: the speed checks are not what these tests are about.
+UNHURRIED = settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+
+
+@UNHURRIED
 @given(
     payload=st.dictionaries(
         st.sampled_from(["id", "status", "isTest", "other"]), json_values, max_size=4
@@ -458,6 +464,7 @@ def test_malformed_entry_and_output_payloads_raise_the_payload_error(
         parse_delivery(payload)
 
 
+@UNHURRIED
 @given(
     payload=st.dictionaries(
         st.sampled_from(["entry", "eventId", "seasonId", "verificationJobId", "id", "status"]),
