@@ -215,10 +215,10 @@ class Tour:
 
         interval = max(0.1, min(0.5, self.delay / 12))
         policy = PollPolicy(
-            initial=interval,
-            multiplier=1.0,
-            max_interval=interval,
-            jitter=0.0,
+            wait_initial=interval,
+            wait_exp_base=1.0,
+            wait_max=interval,
+            wait_jitter=0.0,
             timeout=self.delay + 30.0,
         )
         with ui.status(f"Waiting for job #{job.id}..."):

@@ -413,7 +413,7 @@ def test_bad_arguments_exit_2(
     "argv",
     [
         ["jobs", "search", "--limit", "500"],
-        ["jobs", "search", "--tag", "x"],
+        ["jobs", "search", "--status", "Completed"],
         _create_args("--email", "not-an-email"),
         ["--base-url", "ftp://example.invalid", "orgs"],
     ],

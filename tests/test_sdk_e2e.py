@@ -135,7 +135,7 @@ async def test_job_lifecycle_search_and_count(mode: str) -> None:
             failed = await svc.jobs.wait(broken.id)
             both = await svc.jobs.search(tags=["e2e"])
             seniors = await svc.jobs.search(tags=["e2e", "Seniors"])
-            completed = await svc.jobs.search(tags=["e2e"], statuses=["Completed"])
+            errored = await svc.jobs.search(tags=["e2e"], statuses=["Errored"])
             paged = await svc.jobs.search(tags=["e2e"], limit=1, offset=1)
             with pytest.raises(BadRequestError) as info:
                 await svc.request("POST", "/api/public/v1/verification-job", json={"name": 1})
@@ -149,7 +149,7 @@ async def test_job_lifecycle_search_and_count(mode: str) -> None:
     assert failed.status is JobStatus.ERRORED and failed.failed and failed.error_message
     assert both.count == 2
     assert [j.id for j in seniors.jobs] == [created.id]
-    assert [j.id for j in completed.jobs] == [created.id]
+    assert [j.id for j in errored.jobs] == [broken.id]
     assert paged.count == 2
     assert len(paged.jobs) == 1
     assert info.value.issues

@@ -10,6 +10,8 @@ import uuid
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from .. import _validate as v
 from ..converter import structure, unstructure
 from ..errors import (
@@ -20,7 +22,14 @@ from ..errors import (
     SvcError,
     TransportError,
 )
-from ..models import CREATION_TAG_PREFIX, JobRequest, JobSearchResults, VerificationJob
+from ..models import (
+    CREATION_TAG_PREFIX,
+    CURRENT_JOB_STATUSES,
+    LEGACY_JOB_STATUSES,
+    JobRequest,
+    JobSearchResults,
+    VerificationJob,
+)
 from ..pagination import iter_counted
 from ..retry import RetryPolicy, parse_retry_after
 from ._base import Resource, TimeoutOpt
@@ -35,16 +44,24 @@ GET_PATH = "/api/public/v1/verification-job/{id}"
 SEARCH_PATH = "/api/public/v1/verification-job/search"
 
 
-def validate_request(request: JobRequest) -> None:
-    """Check a JobRequest before it is sent; raises ValueError/TypeError naming the field."""
+def validate_request(request: JobRequest) -> JobRequest:
+    """Check a JobRequest against the service's rules before it is sent.
+
+    Returns the request as it goes out (territories in upper case); raises
+    ValueError/TypeError naming the field (e.g. ``request.tags[2]``) otherwise. The rules
+    are TYPES.md "Requests": ``email`` an address or None, ``external_id`` a string or
+    None, territories of two characters, tags of 2 to 255 characters, licence sources
+    among the six (no file URLs for Service and Pending License), ``type`` VOD or
+    Routine, ``output_file`` operation Mute.
+    """
     if not isinstance(request, JobRequest):
         raise TypeError(f"request must be a JobRequest, got {type(request).__name__}")
-    v.string(request.name, "request.name")
-    v.email(request.email, "request.email")
+    v.string(request.name, "request.name", allow_empty=True)
+    v.optional_email(request.email, "request.email")
     v.positive_id(request.organisation_id, "request.organisation_id")
     v.http_url(request.audio_file_url, "request.audio_file_url")
-    v.country_codes(request.required_territories, "request.required_territories")
-    v.string(request.external_id, "request.external_id", allow_empty=True)
+    territories = v.country_codes(request.required_territories, "request.required_territories")
+    v.optional_string(request.external_id, "request.external_id")
     v.tags(request.tags, "request.tags")
     for name in ("start_date", "end_date"):
         value = getattr(request, name)
@@ -53,12 +70,45 @@ def validate_request(request: JobRequest) -> None:
             raise TypeError(f"request.{name} must be a datetime.date (not a datetime)")
     if request.start_date > request.end_date:
         raise ValueError("request.start_date must not be after request.end_date")
-    for i, details in enumerate(request.license_details):
-        where = f"request.license_details[{i}]"
-        v.string(details.license_source, f"{where}.license_source")
-        v.string(details.license_source_name, f"{where}.license_source_name", allow_empty=True)
-        for url in v.string_list(details.license_file_urls, f"{where}.license_file_urls"):
-            v.http_url(url, f"{where}.license_file_urls")
+    details = request.license_details
+    if isinstance(details, str | bytes) or not isinstance(details, list | tuple):
+        raise TypeError(
+            "request.license_details must be a list of LicenseDetails,"
+            f" got {type(details).__name__}"
+        )
+    for i, item in enumerate(details):
+        v.license_details(item, f"request.license_details[{i}]")
+    if request.type is not None:
+        v.one_of(request.type, v.JOB_TYPES, "request.type")
+    if request.output_file is not None:
+        v.output_file(request.output_file, "request.output_file")
+    if territories != request.required_territories:
+        return attrs.evolve(request, required_territories=territories)
+    return request
+
+
+def _search_statuses(value: Any, name: str = "statuses") -> builtins.list[str]:
+    """Statuses a search may carry: only the service's current list (legacy ones refused)."""
+    allowed = [str(s) for s in CURRENT_JOB_STATUSES]
+    items = v.string_list(value, name)
+    for i, status in enumerate(items):
+        if str(status) not in allowed:
+            hint = (
+                " (a legacy name the service still shows but refuses in a search:"
+                " ask for Processed or Submitted)"
+                if str(status) in LEGACY_JOB_STATUSES
+                else ""
+            )
+            raise ValueError(
+                f"{name}[{i}] is {str(status)!r}, not one of the service's current job"
+                f" statuses: {', '.join(allowed)}{hint}"
+            )
+    return [str(status) for status in items]
+
+
+def _search_tags(value: Any) -> builtins.list[str]:
+    """Search tags: at most 100 strings, of any length."""
+    return v.tags(value, "tags", maximum=v.MAX_SEARCH_TAGS, lengths=None)
 
 
 class Jobs(Resource):
@@ -81,7 +131,7 @@ class Jobs(Resource):
         and re-sends only when no job carries it. ``AmbiguousCreateError`` (with the tag)
         when it still cannot tell.
         """
-        validate_request(request)
+        request = validate_request(request)
         use_tag = self._client.creation_tags if creation_tag is None else creation_tag
         body: dict[str, Any] = unstructure(request)
         tag = f"{CREATION_TAG_PREFIX}{uuid.uuid4().hex}" if use_tag else None
@@ -198,8 +248,8 @@ class Jobs(Resource):
     ) -> JobSearchResults:
         """One page of jobs carrying ALL ``tags`` (none: every job); ``count`` is the total."""
         body: dict[str, Any] = {
-            "tags": v.tags(tags, "tags", maximum=v.MAX_SEARCH_TAGS),
-            "statuses": [str(s) for s in v.string_list(statuses, "statuses")],
+            "tags": _search_tags(tags),
+            "statuses": _search_statuses(statuses),
             "limit": v.count(limit, "limit", minimum=1, maximum=v.MAX_PAGE_SIZE),
             "offset": v.count(offset, "offset"),
         }
@@ -229,8 +279,8 @@ class Jobs(Resource):
         search is read once more from the start (see ``pagination.iter_counted``). Jobs
         present throughout are yielded exactly once; jobs added meanwhile at most once.
         """
-        tag_list = v.tags(tags, "tags", maximum=v.MAX_SEARCH_TAGS)
-        status_list = v.string_list(statuses, "statuses")
+        tag_list = _search_tags(tags)
+        status_list = _search_statuses(statuses)
         v.optional_id(org_id, "org_id")
         size = v.count(page_size, "page_size", minimum=1, maximum=v.MAX_PAGE_SIZE)
         workers = v.count(concurrency, "concurrency", minimum=1, maximum=64)
@@ -248,15 +298,19 @@ class Jobs(Resource):
     async def wait(
         self,
         job_id: int,
+        *,
         timeout: float | None = None,
         policy: PollPolicy | None = None,
         on_status: OnStatus | None = None,
     ) -> VerificationJob:
-        """Poll until the job is finished (Completed, Errored or an error message); return it.
+        """Poll until the job is finished; return it whatever the outcome.
 
-        ``timeout`` defaults to ``policy.timeout``; ``JobWaitTimeout`` carries the last
-        snapshot. ``on_status`` (sync or async) sees each status change. With
-        ``Client(webhooks=receiver)`` the wait wakes on the job's webhook delivery.
+        Finished: Processed, Submitted or Errored (and the legacy Completed/Confirmed), or
+        any job with an ``errorMessage``. ``timeout`` bounds the whole wait in seconds,
+        polls and pauses included (default ``policy.timeout``); it is not a per-request
+        limit. ``JobWaitTimeout`` carries the last snapshot. ``on_status`` (sync or async)
+        sees each status change. With ``Client(webhooks=receiver)`` the wait wakes on the
+        job's webhook delivery.
         """
         from .. import polling
 
@@ -267,11 +321,15 @@ class Jobs(Resource):
     async def create_and_wait(
         self,
         request: JobRequest,
+        *,
         timeout: float | None = None,
         policy: PollPolicy | None = None,
         on_status: OnStatus | None = None,
     ) -> VerificationJob:
-        """Create a job (exactly once) and wait until it is finished."""
+        """Create a job (exactly once) and wait until it is finished.
+
+        ``timeout`` bounds the wait (seconds from the moment the job was created).
+        """
         from .. import polling
 
         return await polling.create_and_wait(
@@ -286,7 +344,10 @@ class Jobs(Resource):
         policy: PollPolicy | None = None,
         timeout: float | None = None,
     ) -> AsyncGenerator[VerificationJob, None]:
-        """Yield jobs as they finish, with one tag search per tick instead of a poll each."""
+        """Yield jobs as they finish, with one tag search per tick instead of a poll each.
+
+        ``timeout`` bounds the whole wait for all of them.
+        """
         from .. import polling
 
         return polling.wait_many(self, job_ids, tag=tag, policy=policy, timeout=timeout)
@@ -294,10 +355,14 @@ class Jobs(Resource):
     def watch(
         self,
         job_id: int,
+        *,
         policy: PollPolicy | None = None,
         timeout: float | None = None,
     ) -> AsyncGenerator[VerificationJob, None]:
-        """Yield the job's snapshots as its status changes, ending after the finished one."""
+        """Yield the job's snapshots as its status changes, ending after the finished one.
+
+        ``timeout`` bounds the whole watch.
+        """
         from .. import polling
 
         return polling.watch(self, job_id, policy=policy, timeout=timeout)
