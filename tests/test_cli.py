@@ -33,17 +33,16 @@ from svc_async import (
     ResponseDecodeError,
     ServerError,
 )
-from svc_async import _cli_commands as commands
-from svc_async._cli_render import (
+from svc_async.cli import ExitCode, UsageError, commands, exit_code_for, main
+from svc_async.cli.render import (
     Column,
     PlainRenderer,
     QuietRenderer,
     Styled,
     Table,
     TreeNode,
-    progress_renderer,
 )
-from svc_async.cli import ExitCode, UsageError, exit_code_for, main
+from svc_async.cli.terminal import progress_renderer
 from svc_async.testing import FakeService, FaultConfig
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from svc_async.demo import main as demo_main
-from svc_async.demo import run_demo
+from svc_async.cli.demo import main as demo_main
+from svc_async.cli.demo import run_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,9 +1,9 @@
 """Terminal rendering for the CLI and the demo, with or without rich.
 
 Views are plain data (``Table``, ``TreeNode``, ``Styled`` cells) built elsewhere; a
-``Renderer`` draws them. ``RichRenderer`` (in ``_cli_rich``, imported only when rich is
-installed) draws boxes, colours, spinners and progress bars; ``PlainRenderer`` draws
-the same content as plain text, so nothing depends on the optional ``cli`` extra.
+``Renderer`` draws them. ``PlainRenderer`` draws them as plain text, so nothing depends
+on the optional ``cli`` extra; ``RichRenderer`` (in ``rich_render``) draws boxes,
+colours and spinners, and ``terminal`` picks one of the two.
 """
 
 from __future__ import annotations
@@ -212,34 +212,3 @@ class QuietRenderer(PlainRenderer):
         """Nothing."""
         del description, total
         yield _NullProgress()
-
-
-def make_renderer(
-    out: TextIO,
-    *,
-    color: bool | None = None,
-    plain: bool = False,
-    width: int | None = None,
-    transient: bool = False,
-) -> Renderer:
-    """A rich renderer on ``out`` when rich is installed (and ``plain`` is False), else plain.
-
-    ``color`` None lets rich decide (terminal, ``NO_COLOR``); False turns colour off.
-    ``transient`` progress bars are erased when done.
-    """
-    if not plain:
-        try:
-            from ._cli_rich import RichRenderer
-        except ImportError:
-            pass
-        else:
-            return RichRenderer(out, color=color, width=width, transient=transient)
-    return PlainRenderer(out)
-
-
-def progress_renderer(err: TextIO) -> Renderer:
-    """Where progress goes: a renderer on ``err`` when it is a terminal, else a silent one."""
-    isatty = getattr(err, "isatty", None)
-    if callable(isatty) and isatty():
-        return make_renderer(err, transient=True)
-    return QuietRenderer(err)

@@ -6,7 +6,7 @@ import argparse
 import datetime as dt
 import re
 
-from ._version import __version__
+from .._version import __version__
 
 PROG = "svc-async"
 

@@ -6,7 +6,7 @@ seasons, events, every entry of every event fetched concurrently, a licence summ
 event, a verification job created and awaited, its verdict song by song, and a tag
 search. Output uses rich when it is installed and plain text otherwise.
 
-Run it with ``python -m svc_async demo`` (or ``python -m svc_async.demo``).
+Run it with ``python -m svc_async demo`` (or ``python -m svc_async.cli.demo``).
 """
 
 from __future__ import annotations
@@ -20,21 +20,10 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from ._cli_errors import ExitCode, describe, exit_code_for
-from ._cli_render import Renderer, Styled, make_renderer
-from ._cli_views import (
-    events_table,
-    jobs_table,
-    licence_summary,
-    org_tree,
-    seasons_table,
-    status_cell,
-    verdict_table,
-)
-from ._version import __version__
-from .client import Client
-from .errors import SvcError
-from .models import (
+from .._version import __version__
+from ..client import Client
+from ..errors import SvcError
+from ..models import (
     Entry,
     Event,
     JobRequest,
@@ -44,8 +33,21 @@ from .models import (
     Organisation,
     VerificationJob,
 )
-from .polling import PollPolicy
-from .testing import FakeService
+from ..polling import PollPolicy
+from ..testing import FakeService
+from .args import add_demo_options
+from .exit_codes import ExitCode, describe, exit_code_for
+from .render import Renderer, Styled
+from .terminal import make_renderer
+from .views import (
+    events_table,
+    jobs_table,
+    licence_summary,
+    org_tree,
+    seasons_table,
+    status_cell,
+    verdict_table,
+)
 
 DEMO_AUDIO_URL = "https://media.example/mixes/mavericks-senior-elite-2025.mp3"
 """The recording the demo submits (the fake picks songs from a hash of the URL)."""
@@ -294,11 +296,9 @@ def run_demo(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m svc_async.demo [--no-color] [--delay S] [--seed N]``."""
-    from ._cli_args import add_demo_options
-
+    """``python -m svc_async.cli.demo [--no-color] [--delay S] [--seed N]``."""
     parser = argparse.ArgumentParser(
-        prog="python -m svc_async.demo",
+        prog="python -m svc_async.cli.demo",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,8 +1,10 @@
 """The ``svc-async`` command line: parse, run one command, print, map errors to exit codes.
 
-``main(argv) -> int`` is the console script (``svc-async``) and ``python -m svc_async``.
-The grammar is in ``_cli_args``, the commands in ``_cli_commands``, the tables in
-``_cli_views``/``_cli_render`` and the demo in ``demo``.
+``main(argv) -> int`` is the console script (``svc-async``), ``python -m svc_async`` and
+``python -m svc_async.cli``. The rooms: ``args`` (the grammar), ``commands`` (what each
+command does with a ``Client``), ``exit_codes`` (failures to exit statuses and one-line
+messages), ``views`` (models to tables), ``render``/``rich_render``/``terminal``
+(drawing them) and ``demo`` (the guided tour). The SDK never imports this package.
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ from typing import Any, NoReturn
 
 import orjson
 
-from ._cli_args import PROG, build_parser
-from ._cli_commands import COMMANDS, Outcome, Ui, check_args
-from ._cli_errors import ExitCode, UsageError, describe, exit_code_for
-from ._cli_render import make_renderer, progress_renderer
-from .auth import ApiKeyAuth
-from .client import Client
-from .redact import redact_text
+from ..auth import ApiKeyAuth
+from ..client import Client
+from ..redact import redact_text
+from .args import PROG, build_parser
+from .commands import COMMANDS, Outcome, Ui, check_args
+from .exit_codes import ExitCode, UsageError, describe, exit_code_for
+from .terminal import make_renderer, progress_renderer
 
 __all__ = ["ExitCode", "UsageError", "exit_code_for", "main"]
 

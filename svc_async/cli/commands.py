@@ -12,8 +12,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._cli_render import Renderer, Styled
-from ._cli_views import (
+from ..client import Client
+from ..converter import unstructure
+from ..models import Event, JobRequest, LicenseDetails, VerificationJob
+from ..polling import PollPolicy
+from .render import Renderer, Styled
+from .views import (
     entries_table,
     events_table,
     job_summary,
@@ -24,10 +28,6 @@ from ._cli_views import (
     status_cell,
     verdict_table,
 )
-from .client import Client
-from .converter import unstructure
-from .models import Event, JobRequest, LicenseDetails, VerificationJob
-from .polling import PollPolicy
 
 _MAX_PAGE = 100
 

@@ -10,8 +10,7 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from ._cli_render import Cell, Column, Segment, Styled, Table, TreeNode
-from .models import (
+from ..models import (
     CREATION_TAG_PREFIX,
     LICENSE_CHECK_NAMES,
     CheckResult,
@@ -25,6 +24,7 @@ from .models import (
     Song,
     VerificationJob,
 )
+from .render import Cell, Column, Segment, Styled, Table, TreeNode
 
 _STYLES: dict[str, str] = {
     LicenseStatus.LICENSED: "bold green",

@@ -22,7 +22,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 from rich.tree import Tree
 
-from ._cli_render import (
+from .render import (
     Cell,
     ProgressHandle,
     Segment,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from .errors import (
+from ..errors import (
     APIError,
     AuthenticationError,
     JobWaitTimeout,
