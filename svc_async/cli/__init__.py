@@ -140,6 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parse(parser, argv)
     except SystemExit as exc:  # --help, --version, or a usage error (already printed)
         return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    if args.command == "fake":
+        from .fake import run_fake
+
+        return run_fake(args)
     if args.command == "demo":
         from .demo import run_demo
 

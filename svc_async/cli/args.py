@@ -43,6 +43,7 @@ examples:
   svc-async events --all --org 2
   svc-async entries --event 7 --since 2024-10-01T00:00:00Z
   svc-async jobs search --tag Seniors --status Completed --all
+  svc-async fake --job-delay 5
   svc-async demo
 """
 )
@@ -88,6 +89,44 @@ def non_negative_seconds(text: str) -> float:
     if text.strip() in ("0", "0.0"):
         return 0.0
     return seconds(text)
+
+
+def share(text: str) -> float:
+    """A probability from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text}")
+    return value
+
+
+def rate_limit(text: str) -> tuple[int, float] | None:
+    """``N/SECONDS`` (N requests per window), or ``off``."""
+    if text.strip().lower() == "off":
+        return None
+    count, _, window = text.partition("/")
+    try:
+        value = (int(count), float(window))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected REQUESTS/SECONDS such as 100/60, or off; got {text!r}"
+        ) from None
+    if value[0] <= 0 or not 0 < value[1] < float("inf"):
+        raise argparse.ArgumentTypeError(f"both numbers must be positive, got {text!r}")
+    return value
+
+
+def port(text: str) -> int:
+    """A TCP port, 0 for any free one."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 65535, got {value}")
+    return value
 
 
 def date(text: str) -> dt.date:
@@ -344,6 +383,17 @@ def build_parser() -> argparse.ArgumentParser:
         command.set_defaults(command_parser=command)
     _jobs_parser(commands)
 
+    fake = commands.add_parser(
+        "fake",
+        help="serve a fake service on 127.0.0.1 to try the CLI against",
+        description="Serve a seeded FakeService on 127.0.0.1 until Ctrl-C. Prints the"
+        " export lines (SVC_BASE_URL, SVC_API_TOKEN, SVC_ACCOUNT_URL) to paste into"
+        " another shell; needs no URL or credentials.",
+        formatter_class=_Formatter,
+        epilog="example:\n  svc-async fake --job-delay 5 --latency 0.2 --error-rate 0.1",
+    )
+    add_fake_options(fake)
+
     demo = commands.add_parser(
         "demo",
         help="tour the SDK against a local fake service",
@@ -352,6 +402,83 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_demo_options(demo)
     return parser
+
+
+def add_fake_options(parser: argparse.ArgumentParser) -> None:
+    """The ``fake`` command's options: port, data seed, job timing, limits and faults."""
+    parser.add_argument(
+        "--port", type=port, default=0, metavar="N", help="port on 127.0.0.1 (0: any free one)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of the fake's demo data (0)"
+    )
+    timing = parser.add_argument_group("jobs and limits")
+    timing.add_argument(
+        "--job-delay",
+        type=non_negative_seconds,
+        default=3.0,
+        metavar="SECONDS",
+        help="how long a job takes to process (3)",
+    )
+    timing.add_argument(
+        "--search-lag",
+        type=non_negative_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="how long a new job stays out of search results (0)",
+    )
+    timing.add_argument(
+        "--rate-limit",
+        type=rate_limit,
+        default=(1000, 60.0),
+        metavar="N/SECONDS",
+        help="requests allowed per window, or off (1000/60)",
+    )
+    faults = parser.add_argument_group("faults (shares are probabilities from 0 to 1)")
+    faults.add_argument(
+        "--latency",
+        type=non_negative_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="added to every request (0)",
+    )
+    faults.add_argument(
+        "--latency-spike", type=share, default=0.0, metavar="SHARE", help="share of slow requests"
+    )
+    faults.add_argument(
+        "--spike-seconds",
+        type=non_negative_seconds,
+        default=1.0,
+        metavar="SECONDS",
+        help="extra time of a slow request (1)",
+    )
+    faults.add_argument(
+        "--error-rate", type=share, default=0.0, metavar="SHARE", help="share answered 5xx"
+    )
+    faults.add_argument(
+        "--reset-rate",
+        type=share,
+        default=0.0,
+        metavar="SHARE",
+        help="share of dropped connections",
+    )
+    faults.add_argument(
+        "--malformed-rate",
+        type=share,
+        default=0.0,
+        metavar="SHARE",
+        help="share answered with broken JSON",
+    )
+    faults.add_argument(
+        "--burst-429-rate", type=share, default=0.0, metavar="SHARE", help="share answered 429"
+    )
+    faults.add_argument(
+        "--burst-retry-after",
+        type=non_negative_seconds,
+        default=1.0,
+        metavar="SECONDS",
+        help="Retry-After of those 429 answers (1)",
+    )
 
 
 def add_demo_options(parser: argparse.ArgumentParser) -> None:
