@@ -411,7 +411,6 @@ def test_bad_arguments_exit_2(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["jobs", "search", "--limit", "500"],
         ["jobs", "search", "--tag", "x"],
         _create_args("--email", "not-an-email"),
         ["--base-url", "ftp://example.invalid", "orgs"],

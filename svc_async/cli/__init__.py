@@ -22,10 +22,12 @@ import orjson
 
 from ..auth import ApiKeyAuth
 from ..client import Client
+from ..errors import JobWaitTimeout
 from ..redact import redact_text
 from .args import PROG, build_parser
-from .commands import COMMANDS, Outcome, Ui, check_args
-from .exit_codes import ExitCode, UsageError, describe, exit_code_for
+from .commands import COMMANDS, Outcome, Ui, Unfinished, check_args, job_outcome
+from .exit_codes import CommandTimeout, ExitCode, UsageError, describe, exit_code_for
+from .render import Styled
 from .terminal import make_renderer, progress_renderer
 
 __all__ = ["ExitCode", "UsageError", "exit_code_for", "main"]
@@ -88,10 +90,28 @@ def make_client(args: argparse.Namespace) -> Client:
     )
 
 
-async def _run(args: argparse.Namespace) -> Outcome:
+async def _run(args: argparse.Namespace, ui: Ui) -> Outcome:
+    """Run the command under ``--timeout``; a job it saw is kept for printing on failure."""
     command = COMMANDS[(args.command, getattr(args, "jobs_command", None))]
     async with make_client(args) as svc:
-        return await command(svc, args, Ui(progress=progress_renderer(sys.stderr)))
+        deadline = asyncio.timeout(args.timeout)
+        try:
+            async with deadline:
+                return await command(svc, args, ui)
+        except JobWaitTimeout as exc:
+            job = exc.job or (ui.jobs[-1] if ui.jobs else None)
+            if job is None:
+                raise
+            raise Unfinished(job_outcome(job), exc) from exc
+        except TimeoutError as exc:
+            if not deadline.expired():
+                raise
+            failure = CommandTimeout(
+                f"--timeout: the command did not finish within {args.timeout:g}s"
+            )
+            if ui.jobs:
+                raise Unfinished(job_outcome(ui.jobs[-1]), failure) from exc
+            raise failure from exc
 
 
 def _print(outcome: Outcome, table: bool) -> None:
@@ -112,14 +132,37 @@ def _quiet_broken_pipe() -> None:
         pass
 
 
-def _configure_logging(verbose: int) -> None:
+class _StatusLines(logging.Handler):
+    """Shows the SDK's INFO records (pacing holds, retries) as status lines on a terminal."""
+
+    def __init__(self, ui: Ui) -> None:
+        super().__init__(logging.INFO)
+        self._ui = ui
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = redact_text(record.getMessage(), ())
+            self._ui.progress.line(Styled(f"{PROG}: {text}", "yellow"))
+        except Exception:  # a status line must never break the command
+            self.handleError(record)
+
+
+def _configure_logging(verbose: int, ui: Ui | None = None) -> logging.Handler | None:
+    """``-v``: log lines on stderr; else on a terminal, INFO records as status lines."""
+    logger = logging.getLogger("svc_async")
     if not verbose:
-        return
+        if ui is None or not ui.progress.is_terminal:
+            return None
+        handler: logging.Handler = _StatusLines(ui)
+        logger.addHandler(handler)
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+        return handler
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s %(name)s: %(message)s"))
-    logger = logging.getLogger("svc_async")
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+    return handler
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
@@ -148,16 +191,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .demo import run_demo
 
         return run_demo(delay=args.delay, seed=args.seed, color=not args.no_color, plain=args.plain)
-    _configure_logging(args.verbose)
+    ui = Ui(progress=progress_renderer(sys.stderr))
+    handler = _configure_logging(args.verbose, ui)
     try:
-        outcome = asyncio.run(_run(args))
+        outcome = asyncio.run(_run(args, ui))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
+    except Unfinished as unfinished:
+        _show(unfinished.outcome, args.table)
+        code = _fail(unfinished.cause, args)
+        return int(ExitCode.WAIT_TIMEOUT) if code == ExitCode.NETWORK else code
     except Exception as exc:
         return _fail(exc, args)
+    finally:
+        if handler is not None:
+            logging.getLogger("svc_async").removeHandler(handler)
+    _show(outcome, args.table)
+    return int(ExitCode.OK)
+
+
+def _show(outcome: Outcome, table: bool) -> None:
     try:
-        _print(outcome, args.table)
+        _print(outcome, table)
     except BrokenPipeError:
         _quiet_broken_pipe()
-    return int(ExitCode.OK)

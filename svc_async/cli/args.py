@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import re
 
+from .._validate import MAX_PAGE_SIZE
 from .._version import __version__
 
 PROG = "svc-async"
@@ -18,9 +19,9 @@ exit codes:
   3    authentication or permission refused (HTTP 401/403)
   4    not found (HTTP 404)
   5    other error answer from the service (4xx/5xx, rate limit, ambiguous create)
-  6    network failure or request timeout
+  6    network failure, request timeout, or --timeout passed
   7    the service's answer could not be decoded
-  8    jobs wait / --wait ran out of time
+  8    jobs wait / --wait ran out of time (the job is still printed)
   130  interrupted (Ctrl-C)
 """
 
@@ -59,6 +60,19 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def page_size(text: str) -> int:
+    """A page size, 1 to 100 (worded as the SDK words its ``limit`` check)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= MAX_PAGE_SIZE:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 1 and at most {MAX_PAGE_SIZE}, got {value}"
+        )
     return value
 
 
@@ -172,8 +186,10 @@ def _output_options() -> argparse.ArgumentParser:
 
 
 def _add_page_options(parser: argparse.ArgumentParser, default_limit: int | None) -> None:
-    shown = "the service's default (25)" if default_limit is None else str(default_limit)
-    parser.add_argument("--limit", type=positive_int, help=f"page size, at most 100 ({shown})")
+    shown = "the service's default" if default_limit is None else f"default {default_limit}"
+    parser.add_argument(
+        "--limit", type=page_size, help=f"page size, 1 to {MAX_PAGE_SIZE} ({shown})"
+    )
     parser.add_argument("--offset", type=non_negative_int, help="items to skip (0)")
     parser.add_argument("--all", action="store_true", help="every page (not with --limit/--offset)")
 
@@ -199,7 +215,8 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=seconds,
         metavar="SECONDS",
-        help="per-request timeout in seconds (default 30)",
+        help="deadline of the whole command, retries and waits included"
+        " (default: none; each request 30)",
     )
     parser.add_argument(
         "--table", action="store_true", default=False, help="print tables instead of JSON"

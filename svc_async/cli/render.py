@@ -76,6 +76,10 @@ class StatusHandle(Protocol):
 class Renderer(Protocol):
     """Draws views on one output stream."""
 
+    @property
+    def is_terminal(self) -> bool:
+        """Whether a person watches the stream (status lines are worth drawing)."""
+
     def rule(self, title: str) -> None:
         """A section heading."""
 
@@ -137,6 +141,12 @@ class PlainRenderer:
 
     def __init__(self, out: TextIO | None = None) -> None:
         self._out = out if out is not None else sys.stdout
+
+    @property
+    def is_terminal(self) -> bool:
+        """Whether the stream is a terminal."""
+        isatty = getattr(self._out, "isatty", None)
+        return bool(callable(isatty) and isatty())
 
     def _print(self, text: str = "") -> None:
         print(text, file=self._out)
@@ -203,6 +213,11 @@ class PlainRenderer:
 
 class QuietRenderer(PlainRenderer):
     """Shows nothing at all (progress when stderr is not a terminal)."""
+
+    @property
+    def is_terminal(self) -> bool:
+        """Never: nothing is shown."""
+        return False
 
     def _print(self, text: str = "") -> None:
         del text

@@ -86,6 +86,11 @@ class RichRenderer:
             soft_wrap=False,
         )
 
+    @property
+    def is_terminal(self) -> bool:
+        """Whether the console writes to a terminal."""
+        return bool(self.console.is_terminal)
+
     def rule(self, title: str) -> None:
         """A bold horizontal rule with the title."""
         self.console.print()
