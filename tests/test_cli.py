@@ -298,9 +298,10 @@ def test_jobs_create_then_wait(env: ServedFake, capsys: pytest.CaptureFixture[st
     created = run_json(capsys, *_create_args())
     assert created["status"] == "Created"
     assert created["recording"] is None
-    code, _, err = run(capsys, "jobs", "wait", str(created["id"]), "--timeout", "0.1")
+    code, out, err = run(capsys, "jobs", "wait", str(created["id"]), "--timeout", "0.1")
     assert code == ExitCode.WAIT_TIMEOUT == 8
     assert err.startswith("svc-async: error: ") and err.count("\n") == 1
+    assert json.loads(out)["id"] == created["id"]  # the last snapshot, for scripts
     done = run_json(capsys, "jobs", "wait", str(created["id"]), "--timeout", "30")
     assert done["id"] == created["id"]
     assert done["status"] == "Completed"

@@ -16,7 +16,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import orjson
 
@@ -82,12 +82,8 @@ def make_client(args: argparse.Namespace) -> Client:
             "no credentials: pass --token or --api-key-id/--api-key-secret,"
             " or set SVC_API_TOKEN (or SVC_API_KEY_ID and SVC_API_KEY_SECRET)"
         )
-    options: dict[str, Any] = {}
-    if args.timeout is not None:
-        options["timeout"] = args.timeout
-    return Client(
-        args.base_url, token=args.token, auth=auth, account_url=args.account_url, **options
-    )
+    # --timeout is the whole command's deadline (see _run), not a per-request limit.
+    return Client(args.base_url, token=args.token, auth=auth, account_url=args.account_url)
 
 
 async def _run(args: argparse.Namespace, ui: Ui) -> Outcome:

@@ -44,6 +44,7 @@ from .views import (
     jobs_table,
     licence_summary,
     org_tree,
+    plural,
     seasons_table,
     status_cell,
     verdict_table,
@@ -133,7 +134,7 @@ class Tour:
         found: dict[int, list[Entry]] = {}
         failed: list[int] = []
         began = time.perf_counter()
-        with self.ui.progress(f"Entries of {len(events)} events", len(events)) as bar:
+        with self.ui.progress(f"Entries of {plural(len(events), 'event')}", len(events)) as bar:
             batches = svc.entries.for_events(
                 [e.id for e in events],
                 concurrency=CONCURRENCY,
@@ -150,7 +151,8 @@ class Tour:
         recordings = sum(1 for v in found.values() for e in v if e.sound_recording is not None)
         self.ui.line(
             Styled(str(count), "bold"),
-            f" entries ({recordings} with a recording) from {len(found)} events in",
+            f" {'entry' if count == 1 else 'entries'} ({recordings} with a recording)",
+            f" from {plural(len(found), 'event')} in",
             f" {took * 1000:.0f} ms, at most {CONCURRENCY} requests in flight.",
         )
         for event_id in failed:
@@ -241,7 +243,7 @@ class Tour:
             ui.line(
                 "Overall: ",
                 status_cell(job.recording.license_status),
-                f" ({good} of {len(songs)} songs licensed for",
+                f" ({good} of {plural(len(songs), 'song')} licensed for",
                 f" {', '.join(job.required_territories)}).",
             )
 

@@ -52,6 +52,12 @@ SUMMARY_STATUSES: dict[str, str] = {
 """Licence statuses with a column in the per-event summary (others count as "Other")."""
 
 
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    """``1 song``, ``2 songs``; ``plural_form`` for irregular words (``entries``)."""
+    word = singular if count == 1 else (plural_form or f"{singular}s")
+    return f"{count} {word}"
+
+
 def status_cell(status: str | None, empty: str = "-") -> Styled:
     """A status coloured by its meaning (green good, yellow open, red bad)."""
     if status is None:
@@ -337,7 +343,7 @@ def verdict_table(job: VerificationJob) -> Table:
     caption = None
     if recording is not None:
         caption = f"recording {recording.status}, licence status {recording.license_status}"
-    return Table(f"Verdict of job #{job.id} ({len(songs)} songs)", columns, rows, caption)
+    return Table(f"Verdict of job #{job.id} ({plural(len(songs), 'song')})", columns, rows, caption)
 
 
 def job_summary(job: VerificationJob) -> Table:
