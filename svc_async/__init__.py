@@ -33,23 +33,40 @@ from .errors import (
     WrongEventLoopError,
 )
 from .models import (
+    CURRENT_JOB_STATUSES,
+    FINISHED_JOB_STATUSES,
+    LEGACY_JOB_STATUSES,
+    BespokeAgreement,
+    BespokeRightsholder,
     CheckResult,
+    Composer,
     Entry,
     EntryField,
     Event,
     ExternalLicense,
     ExternalLicenseFile,
+    GrantType,
     JobRequest,
     JobSearchResults,
     JobStatus,
+    JobType,
     LicenseChecks,
     LicenseData,
     LicenseDetails,
+    LicensedUses,
     LicenseRight,
     LicenseSource,
     LicenseStatus,
     Logo,
+    ManualStatus,
+    ManualStatusValue,
     Organisation,
+    OutputFile,
+    OutputFileOperation,
+    OutputFileRequest,
+    OutputFileStatus,
+    OutputFileType,
+    PublicDomainProof,
     RateLimit,
     RecordingStatus,
     Season,
@@ -74,11 +91,13 @@ from .transport import (
 
 if TYPE_CHECKING:
     from .bulk import EntryBatch
+    from .converter import to_dict
     from .polling import PollPolicy
     from .sync import EventCursor, SyncResult, SyncState
     from .webhooks import JobStatusUpdate, WebhookPayloadError, WebhookReceiver
 
 _LAZY = {
+    "to_dict": "converter",
     "EntryBatch": "bulk",
     "PollPolicy": "polling",
     "EventCursor": "sync",
@@ -91,7 +110,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """Load the poller, bulk, sync and webhook names on first use (import time)."""
+    """Load the poller, bulk, sync, webhook and converter names on first use (import time)."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'svc_async' has no attribute {name!r}")
@@ -103,6 +122,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CURRENT_JOB_STATUSES",
+    "FINISHED_JOB_STATUSES",
+    "LEGACY_JOB_STATUSES",
     "APIError",
     "AiohttpTransport",
     "AmbiguousCreateError",
@@ -111,9 +133,12 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "BearerAuth",
+    "BespokeAgreement",
+    "BespokeRightsholder",
     "CheckResult",
     "Client",
     "ClientClosedError",
+    "Composer",
     "ConflictError",
     "ConnectError",
     "ConnectTimeout",
@@ -125,11 +150,13 @@ __all__ = [
     "EventCursor",
     "ExternalLicense",
     "ExternalLicenseFile",
+    "GrantType",
     "HeaderAuth",
     "JobRequest",
     "JobSearchResults",
     "JobStatus",
     "JobStatusUpdate",
+    "JobType",
     "JobWaitTimeout",
     "LicenseChecks",
     "LicenseData",
@@ -137,13 +164,22 @@ __all__ = [
     "LicenseRight",
     "LicenseSource",
     "LicenseStatus",
+    "LicensedUses",
     "Logo",
+    "ManualStatus",
+    "ManualStatusValue",
     "MockTransport",
     "NotFoundError",
     "Organisation",
+    "OutputFile",
+    "OutputFileOperation",
+    "OutputFileRequest",
+    "OutputFileStatus",
+    "OutputFileType",
     "Pacer",
     "PermissionDeniedError",
     "PollPolicy",
+    "PublicDomainProof",
     "RateLimit",
     "RateLimitError",
     "RecordingStatus",
@@ -178,4 +214,5 @@ __all__ = [
     "WrongEventLoopError",
     "__version__",
     "json_response",
+    "to_dict",
 ]

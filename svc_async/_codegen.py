@@ -1,39 +1,132 @@
-"""Generated structure functions for the fast pass of the converter.
+"""Leaf rules, and the generated structure functions of the converter's fast pass.
 
-cattrs' generated functions call one hook per attribute. For the leaf types that make up
-most of a large answer (strings, numbers, booleans, timestamps, open enums) this module
-inlines the check instead, so structuring a song is one function call rather than
-twenty. Anything else still goes through the converter's own hook. Errors here are
-terse on purpose: on any failure the converter re-runs its precise pass, which names
-the JSON path.
+Every leaf rule (what a JSON string, number, boolean, timestamp or open-enum value must
+look like, and what it becomes) is written once here, as a few lines of Python source.
+The fast pass inlines those lines into one generated function per model, so structuring
+a song is one call rather than twenty; the precise pass compiles the same lines into a
+cattrs hook (``leaf_hook``), so both passes accept exactly the same values. Generated
+source is registered in ``linecache``: a traceback through it shows the code.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import linecache
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 
-class FastPathError(ValueError):
-    """The fast pass met something it does not accept; the precise pass will say what."""
+class LeafError(ValueError):
+    """A leaf value of the wrong type; ``where`` is a path suffix below the current key."""
+
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
 
 
-def _bad(*_: Any) -> Any:
-    raise FastPathError
+def describe(value: Any) -> str:
+    """A short, safe description of a bad value for an error message."""
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
 
 
-_MISSING = object()
-_UTC = dt.UTC
-_fromisoformat = dt.datetime.fromisoformat
+def _fail(what: str, value: Any) -> Any:
+    raise LeafError(f"expected {what}, got {describe(value)}")
 
 
-def _optional_of(tp: Any) -> tuple[Any, bool]:
+def _integral(value: Any) -> int:
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return _fail("an integer", value)  # type: ignore[no-any-return]
+
+
+def _bad_timestamp(value: str) -> Any:
+    raise LeafError(f"invalid timestamp {value[:40]!r}")
+
+
+def _date(value: Any) -> dt.date:
+    if type(value) is str:
+        try:
+            return dt.date.fromisoformat(value[:10])
+        except ValueError:
+            pass
+    return _fail("a YYYY-MM-DD date", value)  # type: ignore[no-any-return]
+
+
+def _str_list(value: Any) -> list[str]:
+    if type(value) is not list:
+        return _fail("an array of strings", value)  # type: ignore[no-any-return]
+    for index, item in enumerate(value):
+        if type(item) is not str:
+            raise LeafError(f"expected a string, got {describe(item)}", f"[{index}]")
+    return value
+
+
+def _str_or_str_list(value: Any) -> str | list[str]:
+    if type(value) is list:
+        return _str_list(value)
+    return _fail("a string or an array of strings", value)  # type: ignore[no-any-return]
+
+
+def _enum_map(members: dict[str, StrEnum]) -> Callable[[Any], dict[str, Any]]:
+    def convert(value: Any) -> dict[str, Any]:
+        if type(value) is not dict:
+            return _fail("an object", value)  # type: ignore[no-any-return]
+        out = {}
+        for key, item in value.items():
+            if type(item) is not str:
+                raise LeafError(f"expected a string, got {describe(item)}", f".{key}")
+            out[key] = members.get(item, item)
+        return out
+
+    return convert
+
+
+_SCOPE: dict[str, Any] = {
+    "_fail": _fail,
+    "_integral": _integral,
+    "_bad_timestamp": _bad_timestamp,
+    "_date": _date,
+    "_str_list": _str_list,
+    "_str_or_str_list": _str_or_str_list,
+    "_fromisoformat": dt.datetime.fromisoformat,
+    "_UTC": dt.UTC,
+}
+"""Names the leaf rules' source may use."""
+
+_RULES: dict[Any, str] = {
+    str: "if type(v) is not str: _fail('a string', v)",
+    bool: "if type(v) is not bool: _fail('a boolean', v)",
+    int: "if type(v) is not int: v = _integral(v)",
+    # A float field keeps an integer as it came (12 stays 12): equal, and round-trips.
+    float: "if type(v) is not float and type(v) is not int: _fail('a number', v)",
+    int | str: "if type(v) is not int and type(v) is not str: _fail('a number or a string', v)",
+    dt.datetime: (
+        "if type(v) is not str: _fail('an ISO 8601 timestamp string', v)\n"
+        "try:\n"
+        "    v = _fromisoformat(v)\n"
+        "except ValueError:\n"
+        "    _bad_timestamp(v)\n"
+        "if v.tzinfo is None: v = v.replace(tzinfo=_UTC)"  # the service means UTC
+    ),
+    dt.date: "v = _date(v)",
+    list[str]: "v = _str_list(v)",
+    list[Any]: "if type(v) is not list: _fail('an array', v)",
+    dict[str, Any]: "if type(v) is not dict: _fail('an object', v)",
+    str | list[str]: "if type(v) is not str: v = _str_or_str_list(v)",
+}
+"""One statement of each leaf rule: source that checks ``v`` and may replace it."""
+
+
+def optional_of(tp: Any) -> tuple[Any, bool]:
+    """``(inner, True)`` for ``X | None``, else ``(tp, False)``."""
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         if type(None) in args:
@@ -43,7 +136,8 @@ def _optional_of(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
-def _open_enum(tp: Any) -> type[StrEnum] | None:
+def open_enum_of(tp: Any) -> type[StrEnum] | None:
+    """The enum of an open-enum type ``SomeEnum | str``, else None."""
     if typing.get_origin(tp) not in (typing.Union, types.UnionType):
         return None
     args = typing.get_args(tp)
@@ -51,56 +145,117 @@ def _open_enum(tp: Any) -> type[StrEnum] | None:
     return enums[0] if len(args) == 2 and str in args and enums else None
 
 
-def _check(
-    var: str, tp: Any, optional: bool, names: dict[str, Any], hook: Callable[[Any], Any]
-) -> list[str]:
-    """Lines that validate (and convert) ``var`` in place."""
-    none_ok = f"{var} is not None and " if optional else ""
-    if tp is str:
-        return [f"if {none_ok}type({var}) is not str: _bad()"]
-    if tp is bool:
-        return [f"if {none_ok}type({var}) is not bool: _bad()"]
-    if tp is int:
-        return [f"if {none_ok}type({var}) is not int: {var} = _int({var})"]
-    if tp is float:
-        return [f"if {none_ok}type({var}) is not float: {var} = _float({var})"]
-    if tp is dt.datetime:
-        body = [
-            f"{var} = _fromisoformat({var}) if type({var}) is str else _bad()",
-            f"if {var}.tzinfo is None: {var} = {var}.replace(tzinfo=_UTC)",
-        ]
-        if optional:
-            return [f"if {var} is not None:", *("    " + line for line in body)]
-        return body
-    enum = _open_enum(tp)
-    if enum is not None:
-        lookup = f"_members_{enum.__name__}"
-        names[lookup] = {m.value: m for m in enum}
-        body = [
-            f"if type({var}) is not str: _bad()",
-            f"if {var} in {lookup}: {var} = {lookup}[{var}]",
-        ]
-        if optional:
-            return [f"if {var} is not None:", *("    " + line for line in body)]
-        return body
-    full = typing.Optional[tp] if optional else tp  # noqa: UP045
-    name = f"_h_{len(names)}"
-    type_name = f"_t_{len(names)}"
-    names[name] = hook(full)
-    names[type_name] = full
-    return [f"{var} = {name}({var}, {type_name})"]
+def _enum_map_of(tp: Any) -> type[StrEnum] | None:
+    if typing.get_origin(tp) is dict:
+        key, value = typing.get_args(tp)
+        return open_enum_of(value) if key is str else None
+    return None
 
 
-def _int(value: Any) -> int:
-    if type(value) is float and value.is_integer():
-        return int(value)
-    raise FastPathError
+def leaf_source(tp: Any, scope: dict[str, Any]) -> list[str] | None:
+    """The lines checking ``v`` against the leaf rule of ``tp`` (None if not a leaf).
+
+    ``X | None`` lets None through; names the lines need are added to ``scope``.
+    """
+    inner, optional = optional_of(tp)
+    source = _RULES.get(inner)
+    if source is None:
+        enum = open_enum_of(inner)
+        mapped = _enum_map_of(inner)
+        if enum is not None:
+            name = f"_members_{enum.__name__}"
+            scope[name] = {member.value: member for member in enum}
+            source = (
+                f"if type(v) is not str: _fail('a string ({enum.__name__})', v)\n"
+                f"if v in {name}: v = {name}[v]"
+            )
+        elif mapped is not None:
+            name = f"_map_{mapped.__name__}"
+            scope[name] = _enum_map({member.value: member for member in mapped})
+            source = f"v = {name}(v)"
+        else:
+            return None
+    lines = source.split("\n")
+    if optional:
+        return ["if v is not None:", *("    " + line for line in lines)]
+    return lines
 
 
-def _float(value: Any) -> float:
-    if type(value) is int:
-        return float(value)
-    raise FastPathError
+def is_leaf(tp: Any) -> bool:
+    """True when ``tp`` has a leaf rule."""
+    return leaf_source(tp, {}) is not None
+
+
+_serial = itertools.count()
+
+
+def _compile(source: str, label: str, scope: dict[str, Any]) -> Any:
+    """Compile and run generated ``source``; register it so tracebacks show it."""
+    filename = f"<svc_async {label} #{next(_serial)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), scope)
+    return scope["structure"]
+
+
+def leaf_hook(tp: Any) -> Callable[[Any, Any], Any]:
+    """A cattrs structure hook applying the leaf rule of ``tp`` (for the precise pass)."""
+    scope = dict(_SCOPE)
+    lines = leaf_source(tp, scope)
+    if lines is None:
+        raise TypeError(f"no leaf rule for {tp!r}")
+    source = "\n".join(
+        ["def structure(v, _=None):", *("    " + line for line in lines), "    return v"]
+    )
+    return _compile(source, f"leaf {tp}", scope)  # type: ignore[no-any-return]
+
+
+def _inline(var: str, lines: list[str], indent: str) -> list[str]:
+    """The rule's lines applied to ``var`` (the rules name their value ``v``)."""
+    import re
+
+    pattern = re.compile(r"\bv\b")
+    return [indent + pattern.sub(var, line) for line in lines]
+
+
+NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
+NO_KEYS: frozenset[str] = frozenset()
+
+
+@attrs.frozen
+class Layout:
+    """How a model maps to JSON: each field's key, and which keys may be absent."""
+
+    cls: type
+    keys: dict[str, str]
+    """Attribute name -> JSON key, for the fields read from JSON."""
+    optional_keys: tuple[str, ...]
+    """JSON keys of the fields with a default (a document may leave them out)."""
+    known: frozenset[str]
+    keeps_extra: bool
+    """The model has ``extra`` (and a record of absent keys): response models do."""
+
+    def leftovers(self, o: dict[str, Any]) -> tuple[Mapping[str, Any], frozenset[str]]:
+        """The unknown keys of ``o`` (read-only) and the optional keys it lacks.
+
+        Both passes call this: the fast one only when a count says there is something.
+        """
+        known = self.known
+        extra = {k: x for k, x in o.items() if k not in known}
+        absent = frozenset(k for k in self.optional_keys if k not in o)
+        return (MappingProxyType(extra) if extra else NO_EXTRA), (absent or NO_KEYS)
+
+
+EXTRA = "extra"
+ABSENT = "_absent_keys"
+
+
+def layout(cls: type, json_key: Callable[[attrs.Attribute[Any]], str]) -> Layout:
+    """The JSON layout of the attrs class ``cls``."""
+    fields = [f for f in attrs.fields(cls) if f.name not in (EXTRA, ABSENT)]
+    keys = {f.name: json_key(f) for f in fields}
+    optional = tuple(keys[f.name] for f in fields if f.default is not attrs.NOTHING)
+    names = {f.name for f in attrs.fields(cls)}
+    return Layout(cls, keys, optional, frozenset(keys.values()), EXTRA in names)
 
 
 def _construct(cls: type, arguments: list[str], names: dict[str, Any]) -> list[str]:
@@ -117,7 +272,12 @@ def _construct(cls: type, arguments: list[str], names: dict[str, Any]) -> list[s
         and all(f.validator is None and f.converter is None for f in attrs.fields(cls))
     )
     if not direct:
-        return [f"    return _cls({', '.join(arguments)})"]
+        init = [a for a in arguments if not a.startswith(ABSENT + "=")]
+        lines = [f"    obj = _cls({', '.join(init)})"]
+        if len(init) != len(arguments):
+            names["_setattr"] = object.__setattr__
+            lines.append(f"    _setattr(obj, {ABSENT!r}, absent)")
+        return [*lines, "    return obj"]
     names["_new"] = object.__new__
     lines = ["    obj = _new(_cls)"]
     for argument in arguments:
@@ -128,95 +288,61 @@ def _construct(cls: type, arguments: list[str], names: dict[str, Any]) -> list[s
     return [*lines, "    return obj"]
 
 
-def make_structure_fn(
-    cls: type, json_name: Callable[[str], str], hook: Callable[[Any], Any]
-) -> Callable[[Any, Any], Any]:
-    """A structure function for the attrs class ``cls`` with leaf checks inlined.
+def make_structure_fn(spec: Layout, hook: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    """The fast structure function for ``spec.cls``: leaf rules inlined.
 
-    ``json_name`` maps attribute names to JSON keys; ``hook(type)`` gives the converter's
-    structure hook for every type this module does not inline.
+    ``hook(type)`` gives the converter's structure hook for every type without a leaf
+    rule (models, lists of models). Unknown keys go to ``extra`` and the optional keys a
+    document lacks are recorded, both only computed when a key count says they exist.
     """
+    cls = spec.cls
     hints = typing.get_type_hints(cls)
     names: dict[str, Any] = {
-        "_bad": _bad,
-        "_MISSING": _MISSING,
-        "_UTC": _UTC,
-        "_fromisoformat": _fromisoformat,
-        "_int": _int,
-        "_float": _float,
+        **_SCOPE,
         "_cls": cls,
+        "_leftovers": spec.leftovers,
+        "_NO_EXTRA": NO_EXTRA,
+        "_NO_KEYS": NO_KEYS,
     }
-    lines = ["def structure(o, _=None):", "    if type(o) is not dict: _bad()"]
+    lines = ["def structure(o, _=None):", "    if type(o) is not dict: _fail('an object', o)"]
+    if spec.keeps_extra:
+        lines.append("    missing = 0")
     arguments = []
-    for index, field in enumerate(attrs.fields(cls)):
+    fields = {f.name: f for f in attrs.fields(cls)}
+    for index, (name, key) in enumerate(spec.keys.items()):
         var = f"v{index}"
-        key = json_name(field.name)
-        tp, optional = _optional_of(hints[field.name])
-        check = _check(var, tp, optional, names, hook)
+        field = fields[name]
+        tp = hints[name]
+        check = leaf_source(tp, names)
+        if check is None:
+            names[f"_h{index}"] = hook(tp)
+            names[f"_t{index}"] = tp
+            check = [f"v = _h{index}(v, _t{index})"]
         default = field.default
         if default is attrs.NOTHING:
             lines.append(f"    {var} = o[{key!r}]")
-            lines += ["    " + line for line in check]
-        elif default is None and optional:
-            lines.append(f"    {var} = o[{key!r}] if {key!r} in o else None")
-            lines += ["    " + line for line in check]
+            lines += _inline(var, check, "    ")
         else:
-            lines.append(f"    if {key!r} not in o:")
+            lines.append(f"    if {key!r} in o:")
+            lines.append(f"        {var} = o[{key!r}]")
+            lines += _inline(var, check, "        ")
+            lines.append("    else:")
             if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
                 names[f"_d{index}"] = default.factory
                 lines.append(f"        {var} = _d{index}()")
             else:
                 names[f"_d{index}"] = default
                 lines.append(f"        {var} = _d{index}")
-            lines.append("    else:")
-            lines.append(f"        {var} = o[{key!r}]")
-            lines += ["        " + line for line in check]
-        arguments.append(f"{field.name}={var}")
+            if spec.keeps_extra:
+                lines.append("        missing += 1")
+        arguments.append(f"{name}={var}")
+    if spec.keeps_extra:
+        lines += [
+            f"    if not missing and len(o) == {len(spec.keys)}:",
+            "        extra, absent = _NO_EXTRA, _NO_KEYS",
+            "    else:",
+            "        extra, absent = _leftovers(o)",
+        ]
+        arguments += [f"{EXTRA}=extra", f"{ABSENT}=absent"]
     lines += _construct(cls, arguments, names)
-    source = "\n".join(lines)
-    code = compile(source, f"<svc_async fast structure {cls.__name__}>", "exec")
-    exec(code, names)
-    function: Callable[[Any, Any], Any] = names["structure"]
-    return function
-
-
-def make_checks_fn(
-    cls: type,
-    names: dict[str, str],
-    territory_key: str,
-    results: type[StrEnum],
-) -> Callable[[Any, Any], Any]:
-    """A structure function for LicenseChecks: one lookup per known check, no loop.
-
-    ``names`` maps JSON keys (with spaces) to attribute names; a key outside them and
-    ``territory_key`` goes to ``extra``.
-    """
-    scope: dict[str, Any] = {
-        "_bad": _bad,
-        "_cls": cls,
-        "_members": {m.value: m for m in results},
-        "_lookup": {m.value: m for m in results}.get,
-        "_known": frozenset([*names, territory_key]),
-    }
-    lines = ["def structure(o, _=None):", "    if type(o) is not dict: _bad()"]
-    arguments = []
-    for index, (key, attribute) in enumerate(names.items()):
-        var = f"v{index}"
-        lines.append(f"    {var} = o[{key!r}] if {key!r} in o else None")
-        lines.append(f"    if {var} is not None:")
-        lines.append(f"        if type({var}) is not str: _bad()")
-        lines.append(f"        if {var} in _members: {var} = _members[{var}]")
-        arguments.append(f"{attribute}={var}")
-    lines += [
-        f"    t = o[{territory_key!r}] if {territory_key!r} in o else None",
-        "    if t is not None:",
-        "        if type(t) is not dict: _bad()",
-        "        t = {c: (_lookup(r, r) if type(r) is str else _bad()) for c, r in t.items()}",
-        "    extra = {} if o.keys() <= _known else {k: x for k, x in o.items() if k not in _known}",
-    ]
-    arguments += ["territory_match=t", "extra=extra"]
-    lines += _construct(cls, arguments, scope)
-    code = compile("\n".join(lines), f"<svc_async fast structure {cls.__name__}>", "exec")
-    exec(code, scope)
-    function: Callable[[Any, Any], Any] = scope["structure"]
-    return function
+    return _compile("\n".join(lines), f"fast structure {cls.__name__}", names)  # type: ignore[no-any-return]

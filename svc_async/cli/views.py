@@ -17,6 +17,7 @@ from ..models import (
     Entry,
     Event,
     JobStatus,
+    LicenseChecks,
     LicenseStatus,
     Organisation,
     RecordingStatus,
@@ -295,8 +296,9 @@ def check_title(name: str) -> str:
 
 def failing_checks(song: Song) -> Cell:
     """The checks of ``song`` that are not Accepted, coloured by result, compactly."""
-    results = song.license_checks.results()
-    failing = song.license_checks.failing()
+    checks = song.license_checks or LicenseChecks()
+    results = checks.results()
+    failing = checks.failing()
     if not failing:
         return Styled("all accepted", "green") if results else Styled("no checks", "dim")
     values = {str(value) for value in failing.values()}
@@ -326,7 +328,7 @@ def verdict_table(job: VerificationJob) -> Table:
                 str(i),
                 f"{song.title} - {song.artists}",
                 f"{_clock(song.start_time)}-{_clock(song.end_time)}",
-                str(song.license_data.license_source or "-"),
+                str((song.license_data and song.license_data.license_source) or "-"),
                 status_cell(song.license_status),
                 failing_checks(song),
             ]
