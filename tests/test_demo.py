@@ -37,18 +37,21 @@ def _env() -> dict[str, str]:
 
 
 def _check_tour(out: str) -> None:
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80, max(lines, key=len)
+    assert [line for line in lines if line != line.rstrip()] == []
     for section in SECTIONS:
         assert section in out, section
     # the organisation tree, every event, the summary's totals
     assert "National Cheer & Dance Federation" in out
     assert "Manchester Mavericks Cheer" in out
-    assert "Vancouver Pom Invitational" in out
+    assert "Vancouver" in out and "Invitational" in out  # the last event (cells may wrap)
     assert "All events" in out
     assert "12/12" in out
     # the job's status changes as they happened, then its verdict with a failing check
     order = [out.index(s) for s in ("Created", "Downloading", "DetectingMusic", "Matching")]
     assert order == sorted(order)
-    assert "Completed" in out
+    assert "Completed" in out or "Processed" in out
     assert "Territory Match FR: Rejected" in out
     assert "Partially Licensed" in out
     # the tag search found the seeded jobs and the new one

@@ -8,6 +8,7 @@ import re
 
 from .._validate import MAX_PAGE_SIZE
 from .._version import __version__
+from ..models import CURRENT_JOB_STATUSES
 
 PROG = "svc-async"
 
@@ -43,7 +44,7 @@ examples:
   svc-async orgs --table
   svc-async events --all --org 2
   svc-async entries --event 7 --since 2024-10-01T00:00:00Z
-  svc-async jobs search --tag Seniors --status Completed --all
+  svc-async jobs search --tag Seniors --status Processed --all
   svc-async fake --job-delay 5
   svc-async demo
 """
@@ -141,6 +142,15 @@ def port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"must be from 0 to 65535, got {value}")
     return value
+
+
+def job_status(text: str) -> str:
+    """A status the service accepts today (any case), in the service's spelling."""
+    for status in CURRENT_JOB_STATUSES:
+        if text.strip().lower() == status.lower():
+            return str(status)
+    valid = ", ".join(CURRENT_JOB_STATUSES)
+    raise argparse.ArgumentTypeError(f"unknown job status {text!r}; choose from {valid}")
 
 
 def date(text: str) -> dt.date:
@@ -321,10 +331,11 @@ def _jobs_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     search.add_argument(
         "--status",
+        type=job_status,
         action="append",
         default=[],
         metavar="STATUS",
-        help="allowed status, e.g. Completed (repeatable)",
+        help=f"allowed status (repeatable): {', '.join(CURRENT_JOB_STATUSES)}",
     )
     search.add_argument("--org", type=positive_int, metavar="ID", help="one organisation only")
     _add_page_options(search, 25)
@@ -333,8 +344,9 @@ def _jobs_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "wait",
         parents=[output],
         help="wait until a job is finished",
-        description="Poll a job until it is Completed or Errored, then print it"
-        " (exit 0 whatever the verdict; exit 8 on timeout).",
+        description="Poll a job until it is finished (Processed, Submitted or Errored),"
+        " then print it (exit 0 whatever the verdict; exit 8 on timeout, the last"
+        " snapshot still printed).",
     )
     wait.add_argument("job_id", type=positive_int, metavar="ID", help="job id")
     wait.add_argument(

@@ -269,9 +269,9 @@ class Tour:
 
 
 def _width(out: TextIO) -> int | None:
-    """Let a terminal decide; elsewhere (pipes, CI logs) use 110 columns."""
+    """Let a terminal decide; elsewhere (pipes, CI logs) use 80 columns."""
     isatty = getattr(out, "isatty", None)
-    return None if callable(isatty) and isatty() else 110
+    return None if callable(isatty) and isatty() else 80
 
 
 def run_demo(
@@ -284,7 +284,8 @@ def run_demo(
 ) -> int:
     """Run the tour and return an exit code (0 on success)."""
     stream = out if out is not None else sys.stdout
-    ui = make_renderer(stream, color=None if color else False, plain=plain, width=_width(stream))
+    width = _width(stream)
+    ui = make_renderer(stream, color=None if color else False, plain=plain, width=width)
     tour = Tour(ui, delay=delay, seed=seed)
     try:
         asyncio.run(tour.run())

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+import textwrap
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TextIO
 
@@ -40,12 +41,18 @@ class Column:
 
 @dataclass(frozen=True, slots=True)
 class Table:
-    """A titled table of cells."""
+    """A titled table of cells; ``notes`` (row index to text) are drawn under their row.
+
+    Notes keep long text (the checks a song failed, a manual verdict's details) out of
+    the columns, so a table fits 80 columns; ``note_column`` is where a note starts.
+    """
 
     title: str | None
     columns: Sequence[Column]
     rows: Sequence[Sequence[Cell]]
     caption: str | None = None
+    notes: Mapping[int, Cell] = field(default_factory=dict)
+    note_column: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +108,25 @@ class Renderer(Protocol):
         """A spinner for the duration of a ``with`` block."""
 
 
+def _wrap(text: str, width: int) -> list[str]:
+    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
+
+
+def _fit(widths: list[int], rows: Sequence[Sequence[str]], limit: int) -> list[int]:
+    """Column widths: each its widest cell, the widest narrowed until the row fits."""
+    widths = list(widths)
+    for row in rows:
+        for i, text in enumerate(row):
+            widths[i] = max(widths[i], len(text))
+    floor = 8
+    while sum(widths) + 2 * (len(widths) - 1) > limit:
+        widest = max(range(len(widths)), key=lambda i: widths[i])
+        if widths[widest] <= floor:
+            break
+        widths[widest] -= 1
+    return widths
+
+
 def text_of(cell: Cell) -> str:
     """The text of a cell, without its styles."""
     if isinstance(cell, tuple):
@@ -139,8 +165,9 @@ class _PlainProgress:
 class PlainRenderer:
     """Plain-text rendering: aligned columns, indented trees, no colour."""
 
-    def __init__(self, out: TextIO | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, width: int = 80) -> None:
         self._out = out if out is not None else sys.stdout
+        self.width = width
 
     @property
     def is_terminal(self) -> bool:
@@ -157,31 +184,48 @@ class PlainRenderer:
         self._print(f"== {title} " + "=" * max(4, 72 - len(title)))
 
     def line(self, *parts: Segment) -> None:
-        """The segments' text joined on one line."""
-        self._print("".join(text_of(p) for p in parts))
+        """The segments' text joined on one line, wrapped (keeping its indent) to fit."""
+        text = "".join(text_of(p) for p in parts).rstrip()
+        if len(text) <= self.width:
+            self._print(text)
+            return
+        indent = " " * (len(text) - len(text.lstrip()))
+        for line in textwrap.wrap(
+            text, self.width, initial_indent="", subsequent_indent=indent + "  "
+        ):
+            self._print(line)
 
     def table(self, table: Table) -> None:
-        """Columns padded to their widest cell."""
+        """Columns padded to their widest cell, the widest wrapped to fit ``width``."""
         cells = [[text_of(c) for c in row] for row in table.rows]
         headers = [c.header for c in table.columns]
-        widths = [len(h) for h in headers]
-        for row in cells:
-            for i, text in enumerate(row):
-                widths[i] = max(widths[i], len(text))
+        widths = _fit([len(h) for h in headers], cells, self.width)
 
-        def fmt(row: Sequence[str]) -> str:
-            out = []
-            for i, text in enumerate(row):
-                just = table.columns[i].justify
-                out.append(text.rjust(widths[i]) if just == "right" else text.ljust(widths[i]))
-            return "  ".join(out).rstrip()
+        def fmt(row: Sequence[str]) -> list[str]:
+            wrapped = [_wrap(text, widths[i]) for i, text in enumerate(row)]
+            lines = []
+            for n in range(max(len(w) for w in wrapped)):
+                out = []
+                for i, parts in enumerate(wrapped):
+                    text = parts[n] if n < len(parts) else ""
+                    just = table.columns[i].justify
+                    out.append(text.rjust(widths[i]) if just == "right" else text.ljust(widths[i]))
+                lines.append("  ".join(out).rstrip())
+            return lines
 
+        indent = sum(w + 2 for w in widths[: table.note_column])
         if table.title:
             self._print(table.title)
-        self._print(fmt(headers))
+        for line in fmt(headers):
+            self._print(line)
         self._print("  ".join("-" * w for w in widths))
-        for row in cells:
-            self._print(fmt(row))
+        for index, row in enumerate(cells):
+            for line in fmt(row):
+                self._print(line)
+            note = table.notes.get(index)
+            if note is not None:
+                for line in _wrap(text_of(note), max(20, self.width - indent)):
+                    self._print(" " * indent + line)
         if table.caption:
             self._print(table.caption)
 

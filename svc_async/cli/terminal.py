@@ -6,9 +6,18 @@ can import ``render`` without a circle.
 
 from __future__ import annotations
 
+import shutil
 from typing import TextIO
 
 from .render import PlainRenderer, QuietRenderer, Renderer
+
+
+def _columns(out: TextIO) -> int:
+    """The terminal's width when ``out`` is one, else 80."""
+    isatty = getattr(out, "isatty", None)
+    if callable(isatty) and isatty():
+        return shutil.get_terminal_size((80, 24)).columns
+    return 80
 
 
 def make_renderer(
@@ -31,7 +40,7 @@ def make_renderer(
             pass
         else:
             return RichRenderer(out, color=color, width=width, transient=transient)
-    return PlainRenderer(out)
+    return PlainRenderer(out, width=width or _columns(out))
 
 
 def progress_renderer(err: TextIO) -> Renderer:
