@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -109,3 +110,23 @@ def test_demo_module_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert demo_main(["--help"]) == 0
     assert "--delay" in capsys.readouterr().out
     assert demo_main(["--delay", "soon"]) == 2
+
+
+@pytest.mark.parametrize("after", ["A FakeService is listening", "Created job"])
+def test_ctrl_c_anywhere_in_the_tour_is_one_line(after: str) -> None:
+    """SIGINT once the tour is under way (serving, or waiting for the job): exit 130."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "svc_async", "demo", "--no-color", "--delay", "20"],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if after in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert err == "svc-async demo: interrupted\n"

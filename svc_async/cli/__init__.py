@@ -173,7 +173,18 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code.
+
+    Ctrl-C at any point is one line on stderr and exit status 130.
+    """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = _parse(parser, argv)

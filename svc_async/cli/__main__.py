@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from . import main
+from .. import __main__ as _entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_entry._run())
