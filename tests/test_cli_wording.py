@@ -188,29 +188,38 @@ def test_no_status_lines_when_stderr_is_not_a_terminal() -> None:
     assert _configure_logging(0, ui) is None
 
 
-def test_job_json_is_printed_when_the_whole_deadline_ends_a_wait(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize(
+    ("limit", "message"),
+    [
+        (["--timeout", "1.5"], "--timeout: the command did not finish within 1.5s"),
+        (["--wait-timeout", "0.5"], "--wait-timeout: job "),
+    ],
+)
+def test_job_json_is_printed_when_a_create_wait_runs_out(
+    limit: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--timeout shorter than the job: exit 8, the created job's JSON still on stdout."""
+    """The job was created: exit 8, its JSON still on stdout for scripts, one line on stderr."""
     from svc_async.testing import FakeService
 
     holder: dict[str, Any] = {}
+    global_opts = limit if limit[0] == "--timeout" else []
+    create_opts = [] if global_opts else limit
 
     async def scenario() -> None:
         fake = FakeService(seed=1, processing_delay=30)
         async with fake.serve("127.0.0.1") as url:
-            holder["code"] = await asyncio.to_thread(
-                main,
-                ["--base-url", url, "--token", FakeService.DEFAULT_TOKEN, "--timeout", "1.5",
-                 *CREATE, "--start", "2025-03-01", "--end", "2025-03-02", "--wait"],
-            )  # fmt: skip
+            argv = ["--base-url", url, "--token", FakeService.DEFAULT_TOKEN, *global_opts,
+                    *CREATE, "--start", "2025-03-01", "--end", "2025-03-02", "--wait",
+                    *create_opts]  # fmt: skip
+            holder["code"] = await asyncio.to_thread(main, argv)
 
     asyncio.run(scenario())
     out, err = capsys.readouterr()
     assert holder["code"] == ExitCode.WAIT_TIMEOUT == 8
     job = json.loads(out)
     assert job["name"] == "Tigers" and isinstance(job["id"], int)
-    assert err == "svc-async: error: --timeout: the command did not finish within 1.5s\n"
+    assert err.startswith("svc-async: error: ") and err.count("\n") == 1
+    assert message in err
 
 
 def test_plural_of_songs() -> None:

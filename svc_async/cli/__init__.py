@@ -95,10 +95,12 @@ async def _run(args: argparse.Namespace, ui: Ui) -> Outcome:
             async with deadline:
                 return await command(svc, args, ui)
         except JobWaitTimeout as exc:
+            flag = "--wait-timeout" if args.jobs_command == "create" else "--timeout"
+            named = JobWaitTimeout(f"{flag}: {exc}", job=exc.job)
             job = exc.job or (ui.jobs[-1] if ui.jobs else None)
             if job is None:
-                raise
-            raise Unfinished(job_outcome(job), exc) from exc
+                raise named from exc
+            raise Unfinished(job_outcome(job), named) from exc
         except TimeoutError as exc:
             if not deadline.expired():
                 raise
