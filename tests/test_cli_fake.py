@@ -57,10 +57,10 @@ class Fake:
             timeout=60,
         )
 
-    def stop(self) -> tuple[int, str]:
+    def stop(self, signum: int = signal.SIGINT) -> tuple[int, str]:
         """SIGINT, as Ctrl-C sends; the exit status and everything on stderr."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(signum)
         _, err = self.proc.communicate(timeout=15)
         return self.proc.returncode, err
 
@@ -103,6 +103,12 @@ def test_a_job_created_through_the_fake_finishes(fake: Fake) -> None:
     job = json.loads(created.stdout)
     assert job["status"] not in ("Created", "Downloading", "Matching")
     assert fake.stop()[0] == 0
+
+
+def test_sigterm_stops_it_the_same_way(fake: Fake) -> None:
+    code, err = fake.stop(signal.SIGTERM)
+    assert code == 0
+    assert err.splitlines()[-1] == "svc-async fake: stopped"
 
 
 def test_burst_429_flags_reach_the_fake_and_the_cli_says_when_to_retry() -> None:

@@ -121,6 +121,17 @@ def test_start_after_end_names_the_flags(capsys: pytest.CaptureFixture[str]) -> 
     assert "request." not in err and "start_date" not in err
 
 
+def test_sdk_refusal_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys, "--base-url", "http://127.0.0.1:9", "--token", "t", "jobs", "create",
+        "--name", "T", "--email", "not-an-email", "--org", "1",
+        "--audio-url", "https://media.example/t.mp3", "--start", "2025-03-01", "--end", "2025-03-02",
+    )  # fmt: skip
+    assert code == ExitCode.USAGE
+    assert out == ""
+    assert err == "svc-async: error: --email must be an email address\n"
+
+
 @pytest.mark.parametrize(
     ("sdk", "cli"),
     [
