@@ -27,9 +27,10 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over the package."""
+    """mypy --strict over the package, and the static type tests."""
     session.install("-e", ".[test]", "mypy")
     session.run("mypy", "--strict", "svc_async")
+    session.run("mypy", "--strict", "tests/typing")
 
 
 @nox.session

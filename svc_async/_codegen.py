@@ -60,12 +60,16 @@ def _date(value: Any) -> dt.date:
     return _fail("a YYYY-MM-DD date", value)  # type: ignore[no-any-return]
 
 
+_ONLY_STR = {str}
+NO_KEYS_MAP: Mapping[str, Any] = MappingProxyType({})
+
+
 def _str_list(value: Any) -> list[str]:
     if type(value) is not list:
         return _fail("an array of strings", value)  # type: ignore[no-any-return]
-    for index, item in enumerate(value):
-        if type(item) is not str:
-            raise LeafError(f"expected a string, got {describe(item)}", f"[{index}]")
+    if value and set(map(type, value)) != _ONLY_STR:  # one C-speed pass over the items
+        index = next(i for i, item in enumerate(value) if type(item) is not str)
+        raise LeafError(f"expected a string, got {describe(value[index])}", f"[{index}]")
     return value
 
 
@@ -76,15 +80,15 @@ def _str_or_str_list(value: Any) -> str | list[str]:
 
 
 def _enum_map(members: dict[str, StrEnum]) -> Callable[[Any], dict[str, Any]]:
+    lookup = members.get
+
     def convert(value: Any) -> dict[str, Any]:
         if type(value) is not dict:
             return _fail("an object", value)  # type: ignore[no-any-return]
-        out = {}
-        for key, item in value.items():
-            if type(item) is not str:
-                raise LeafError(f"expected a string, got {describe(item)}", f".{key}")
-            out[key] = members.get(item, item)
-        return out
+        if value and set(map(type, value.values())) != _ONLY_STR:
+            key = next(k for k, item in value.items() if type(item) is not str)
+            raise LeafError(f"expected a string, got {describe(value[key])}", f".{key}")
+        return {key: lookup(item, item) for key, item in value.items()}
 
     return convert
 
@@ -176,6 +180,8 @@ def leaf_source(tp: Any, scope: dict[str, Any]) -> list[str] | None:
         else:
             return None
     lines = source.split("\n")
+    if optional and len(lines) == 1 and lines[0].startswith("if "):
+        return [f"if v is not None and {lines[0][3:]}"]
     if optional:
         return ["if v is not None:", *("    " + line for line in lines)]
     return lines
@@ -217,8 +223,37 @@ def _inline(var: str, lines: list[str], indent: str) -> list[str]:
     return [indent + pattern.sub(var, line) for line in lines]
 
 
-NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
 NO_KEYS: frozenset[str] = frozenset()
+
+
+class Extra(dict[str, Any]):
+    """A model's unknown JSON keys (read-only), and the optional keys its document lacked.
+
+    ``absent`` lets ``to_dict`` give back a document without the keys it did not have
+    (a missing key and a null one stay different). Equality is the mapping's alone.
+    """
+
+    __slots__ = ("absent",)
+
+    def __init__(self, items: Mapping[str, Any] = NO_KEYS_MAP, absent: frozenset[str] = NO_KEYS):
+        super().__init__(items)
+        self.absent = absent
+
+    def _read_only(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("a model's extra is read-only")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only
+    __ior__ = _read_only
+
+    def __reduce__(self) -> Any:
+        return (Extra, (dict(self), self.absent))
+
+    def __repr__(self) -> str:
+        return f"Extra({dict.__repr__(self)})"
+
+
+NO_EXTRA = Extra()
+"""The one shared ``extra`` of every object with no unknown and no absent keys."""
 
 
 @attrs.frozen
@@ -234,24 +269,23 @@ class Layout:
     keeps_extra: bool
     """The model has ``extra`` (and a record of absent keys): response models do."""
 
-    def leftovers(self, o: dict[str, Any]) -> tuple[Mapping[str, Any], frozenset[str]]:
-        """The unknown keys of ``o`` (read-only) and the optional keys it lacks.
-
-        Both passes call this: the fast one only when a count says there is something.
-        """
+    def extra(self, o: dict[str, Any], absent: frozenset[str]) -> Extra:
+        """The keys of ``o`` this model does not know, with the ``absent`` record."""
         known = self.known
-        extra = {k: x for k, x in o.items() if k not in known}
-        absent = frozenset(k for k in self.optional_keys if k not in o)
-        return (MappingProxyType(extra) if extra else NO_EXTRA), (absent or NO_KEYS)
+        unknown = {k: x for k, x in o.items() if k not in known}
+        return Extra(unknown, absent) if unknown or absent else NO_EXTRA
+
+    def absent(self, o: dict[str, Any]) -> frozenset[str]:
+        """The optional keys ``o`` lacks."""
+        return frozenset(k for k in self.optional_keys if k not in o) or NO_KEYS
 
 
 EXTRA = "extra"
-ABSENT = "_absent_keys"
 
 
 def layout(cls: type, json_key: Callable[[attrs.Attribute[Any]], str]) -> Layout:
     """The JSON layout of the attrs class ``cls``."""
-    fields = [f for f in attrs.fields(cls) if f.name not in (EXTRA, ABSENT)]
+    fields = [f for f in attrs.fields(cls) if f.name != EXTRA]
     keys = {f.name: json_key(f) for f in fields}
     optional = tuple(keys[f.name] for f in fields if f.default is not attrs.NOTHING)
     names = {f.name for f in attrs.fields(cls)}
@@ -272,12 +306,7 @@ def _construct(cls: type, arguments: list[str], names: dict[str, Any]) -> list[s
         and all(f.validator is None and f.converter is None for f in attrs.fields(cls))
     )
     if not direct:
-        init = [a for a in arguments if not a.startswith(ABSENT + "=")]
-        lines = [f"    obj = _cls({', '.join(init)})"]
-        if len(init) != len(arguments):
-            names["_setattr"] = object.__setattr__
-            lines.append(f"    _setattr(obj, {ABSENT!r}, absent)")
-        return [*lines, "    return obj"]
+        return [f"    return _cls({', '.join(arguments)})"]
     names["_new"] = object.__new__
     lines = ["    obj = _new(_cls)"]
     for argument in arguments:
@@ -286,6 +315,37 @@ def _construct(cls: type, arguments: list[str], names: dict[str, Any]) -> list[s
         names[setter] = getattr(cls, name).__set__
         lines.append(f"    {setter}(obj, {var})")
     return [*lines, "    return obj"]
+
+
+def _hook_source(
+    tp: Any, index: int, names: dict[str, Any], hook: Callable[[Any], Any]
+) -> list[str]:
+    """Lines structuring ``v`` of a non-leaf type through the converter's hooks.
+
+    Models, optional models, lists of models and ``Model | str`` call the model's own
+    structure function directly (one call per object, not two).
+    """
+    inner, optional = optional_of(tp)
+    h, t = f"_h{index}", f"_t{index}"
+    args = typing.get_args(inner)
+    if attrs.has(inner):
+        names[h], names[t] = hook(inner), inner
+        call = [f"v = {h}(v, {t})"]
+        return [f"if v is not None: v = {h}(v, {t})"] if optional else call
+    if typing.get_origin(inner) is list and len(args) == 1 and attrs.has(args[0]):
+        names[h], names[t] = hook(args[0]), args[0]
+        line = f"v = [{h}(x, {t}) for x in v] if type(v) is list else _fail('an array', v)"
+        return [f"if v is not None: {line}"] if optional else [line]
+    models = [a for a in args if attrs.has(a)]
+    if len(args) == 2 and str in args and len(models) == 1:
+        names[h], names[t] = hook(models[0]), models[0]
+        none = "v is not None and " if optional else ""
+        return [
+            f"if type(v) is dict: v = {h}(v, {t})",
+            f"elif {none}type(v) is not str: _fail('an object or a string', v)",
+        ]
+    names[h], names[t] = hook(tp), tp
+    return [f"v = {h}(v, {t})"]
 
 
 def make_structure_fn(spec: Layout, hook: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
@@ -297,10 +357,22 @@ def make_structure_fn(spec: Layout, hook: Callable[[Any], Any]) -> Callable[[Any
     """
     cls = spec.cls
     hints = typing.get_type_hints(cls)
+    by_mask: dict[int, Extra] = {}
+
+    def empty_for(mask: int) -> Extra:
+        # Few combinations of absent keys occur: one shared, empty Extra for each (bounded).
+        keys = frozenset(k for i, k in enumerate(spec.optional_keys) if mask >> i & 1)
+        extra = Extra(NO_KEYS_MAP, keys)
+        if len(by_mask) < 256:
+            by_mask[mask] = extra
+        return extra
+
     names: dict[str, Any] = {
         **_SCOPE,
         "_cls": cls,
-        "_leftovers": spec.leftovers,
+        "_extra": spec.extra,
+        "_by_mask": by_mask,
+        "_empty_for": empty_for,
         "_NO_EXTRA": NO_EXTRA,
         "_NO_KEYS": NO_KEYS,
     }
@@ -309,15 +381,12 @@ def make_structure_fn(spec: Layout, hook: Callable[[Any], Any]) -> Callable[[Any
         lines.append("    missing = 0")
     arguments = []
     fields = {f.name: f for f in attrs.fields(cls)}
+    bit = 1
     for index, (name, key) in enumerate(spec.keys.items()):
         var = f"v{index}"
         field = fields[name]
         tp = hints[name]
-        check = leaf_source(tp, names)
-        if check is None:
-            names[f"_h{index}"] = hook(tp)
-            names[f"_t{index}"] = tp
-            check = [f"v = _h{index}(v, _t{index})"]
+        check = leaf_source(tp, names) or _hook_source(tp, index, names, hook)
         default = field.default
         if default is attrs.NOTHING:
             lines.append(f"    {var} = o[{key!r}]")
@@ -334,15 +403,20 @@ def make_structure_fn(spec: Layout, hook: Callable[[Any], Any]) -> Callable[[Any
                 names[f"_d{index}"] = default
                 lines.append(f"        {var} = _d{index}")
             if spec.keeps_extra:
-                lines.append("        missing += 1")
+                lines.append(f"        missing |= {bit}")
+            bit <<= 1
         arguments.append(f"{name}={var}")
     if spec.keeps_extra:
+        size = len(spec.keys)
         lines += [
-            f"    if not missing and len(o) == {len(spec.keys)}:",
-            "        extra, absent = _NO_EXTRA, _NO_KEYS",
+            "    if missing:",
+            "        extra = _by_mask[missing] if missing in _by_mask else _empty_for(missing)",
+            f"        if len(o) + len(extra.absent) != {size}: extra = _extra(o, extra.absent)",
+            f"    elif len(o) == {size}:",
+            "        extra = _NO_EXTRA",
             "    else:",
-            "        extra, absent = _leftovers(o)",
+            "        extra = _extra(o, _NO_KEYS)",
         ]
-        arguments += [f"{EXTRA}=extra", f"{ABSENT}=absent"]
+        arguments.append(f"{EXTRA}=extra")
     lines += _construct(cls, arguments, names)
     return _compile("\n".join(lines), f"fast structure {cls.__name__}", names)  # type: ignore[no-any-return]

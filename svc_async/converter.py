@@ -13,16 +13,16 @@ import gc
 import types
 import typing
 from collections.abc import Callable
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from . import models as m
 from ._codegen import (
-    ABSENT,
     EXTRA,
     NO_EXTRA,
+    NO_KEYS,
+    Extra,
     Layout,
     LeafError,
     describe,
@@ -156,11 +156,9 @@ def _job_search_results(conv: cattrs.Converter) -> Callable[[Any, Any], m.JobSea
         if type(count) is not int:
             raise LeafError(f"expected an integer, got {describe(count)}", ".count")
         rest = {k: x for k, x in value.items() if k != key and k != "count"}
-        result = m.JobSearchResults(
-            jobs=jobs, count=count, list_key=key, extra=MappingProxyType(rest) if rest else NO_EXTRA
-        )
-        if "count" not in value:
-            object.__setattr__(result, ABSENT, frozenset({"count"}))
+        absent = NO_KEYS if "count" in value else frozenset({"count"})
+        extra = Extra(rest, absent) if rest or absent else NO_EXTRA
+        result = m.JobSearchResults(jobs=jobs, count=count, list_key=key, extra=extra)
         return result
 
     return structure
@@ -169,7 +167,7 @@ def _job_search_results(conv: cattrs.Converter) -> Callable[[Any, Any], m.JobSea
 def _unstructure_job_search_results(conv: cattrs.Converter) -> Callable[[Any], Any]:
     def unstructure(value: m.JobSearchResults) -> dict[str, Any]:
         out: dict[str, Any] = {value.list_key: conv.unstructure(value.jobs)}
-        if "count" not in value._absent_keys:
+        if "count" not in getattr(value.extra, "absent", ()):
             out["count"] = value.count
         out.update(value.extra)
         return out
@@ -236,9 +234,7 @@ def _precise_model(hook: Callable[[Any, Any], T], spec: Layout) -> Callable[[Any
             raise LeafError(f"expected an object, got {describe(value)}")
         result = hook(value, tp)
         if spec.keeps_extra:
-            extra, absent = spec.leftovers(value)
-            object.__setattr__(result, EXTRA, extra)
-            object.__setattr__(result, ABSENT, absent)
+            object.__setattr__(result, EXTRA, spec.extra(value, spec.absent(value)))
         return result
 
     return structure
@@ -250,7 +246,7 @@ def _overrides(cls: type, unstructure: bool) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for field in attrs.fields(cls):
-        if field.name in (EXTRA, ABSENT):
+        if field.name == EXTRA:
             out[field.name] = override(omit=True)
         else:
             omit_none = unstructure and field.metadata.get("omit_if_none") is True
@@ -300,7 +296,7 @@ def _unstructure_factory(conv: cattrs.Converter) -> Callable[[Any], Any]:
 
         def unstructure(value: Any) -> dict[str, Any]:
             out: dict[str, Any] = plain(value)
-            for key in getattr(value, ABSENT):
+            for key in getattr(value.extra, "absent", ()):
                 del out[key]
             out.update(value.extra)
             return out

@@ -177,16 +177,12 @@ _NO_EXTRA: Mapping[str, Any] = NO_EXTRA
 
 
 def _extra() -> Any:
-    """The ``extra`` field every response model ends with: JSON keys it does not model."""
-    return attrs.field(default=_NO_EXTRA, repr=False)
+    """The ``extra`` field every response model ends with: JSON keys it does not model.
 
-
-def _absent() -> Any:
-    """Private record of the JSON keys a parsed document lacked (so ``to_dict`` omits them).
-
-    Not part of equality or the constructor: a model built by hand has every key.
+    Read-only. It also remembers which optional keys the document left out, so that
+    ``to_dict`` leaves them out too (it does not take part in equality).
     """
-    return attrs.field(default=frozenset(), init=False, eq=False, repr=False)
+    return attrs.field(default=_NO_EXTRA, repr=False)
 
 
 _OMIT_IF_NONE = {"omit_if_none": True}
@@ -202,7 +198,6 @@ class Logo:
     file_name: str | None = None
     signed_url: str | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -218,7 +213,6 @@ class Organisation:
     is_event_producer: bool = False
     logo: Logo | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -234,7 +228,6 @@ class SignupField:
     description: str = ""
     key: str | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -251,7 +244,6 @@ class Season:
     invite_url: str | None = None
     signup_fields: list[SignupField] = attrs.field(factory=list)
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -268,7 +260,6 @@ class Event:
     invite_url: str | None = None
     signup_fields: list[SignupField] = attrs.field(factory=list)
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -323,7 +314,6 @@ class LicenseChecks:
         default=None, metadata={"json": "Territory Match"}
     )
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
     def results(self) -> dict[str, CheckResult | str]:
         """Every present check by attribute name; territories as ``territory_match[XX]``."""
@@ -358,7 +348,6 @@ class LicenseRight:
     name: str
     variant: str | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -372,7 +361,6 @@ class SvcLicense:
     rights: list[LicenseRight] = attrs.field(factory=list)
     territories: list[str] = attrs.field(factory=list)
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -382,7 +370,6 @@ class ExternalLicenseFile:
     id: int
     download_url: str | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -393,7 +380,6 @@ class ExternalLicense:
     source_name: str | None = None
     files: list[ExternalLicenseFile] = attrs.field(factory=list)
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -405,7 +391,6 @@ class LicensedUses:
     publishing_copy_and_distribute: bool | None = None
     publishing_choreography: bool | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -415,7 +400,6 @@ class BespokeRightsholder:
     name: str | None = None
     email: str | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -432,7 +416,6 @@ class BespokeAgreement:
     date_submitted: dt.datetime | None = None
     bespoke_rightsholder: BespokeRightsholder | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -442,7 +425,6 @@ class Composer:
     name: str
     year_died: int | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -454,7 +436,6 @@ class PublicDomainProof:
     source: str | None = None
     notes: str | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -467,7 +448,6 @@ class LicenseData:
     external_license: ExternalLicense | None = None
     public_domain_proof: PublicDomainProof | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -477,7 +457,6 @@ class ManualStatus:
     status: ManualStatusValue | str | None = None
     details: str | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -508,7 +487,6 @@ class Song:
     year_of_release: int | None = None
     manual_status: ManualStatus | str | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -525,7 +503,6 @@ class SoundRecording:
     md5_hash: str | None = None
     songs: list[Song] = attrs.field(factory=list)
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -536,7 +513,6 @@ class EntryField:
     value: str | list[str] | None = None
     key: str | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
@@ -549,7 +525,6 @@ class Entry:
     fields: list[EntryField] = attrs.field(factory=list)
     sound_recording: SoundRecording | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
     def field(self, key: str) -> str | list[str] | None:
         """The value of the entry field with ``key`` (e.g. ``"division"``), or None."""
@@ -570,7 +545,6 @@ class OutputFile:
     operation: OutputFileOperation | str | None = None
     file_type: OutputFileType | str | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
     @property
     def is_ready(self) -> bool:
@@ -605,7 +579,6 @@ class VerificationJob:
     output_files: list[OutputFile] = attrs.field(factory=list)
     output_file_type: OutputFileType | str | None = None
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
     @property
     def is_finished(self) -> bool:
@@ -638,7 +611,6 @@ class JobSearchResults:
     count: int
     list_key: str = "results"
     extra: Mapping[str, Any] = _extra()
-    _absent_keys: frozenset[str] = _absent()
 
 
 @attrs.frozen(kw_only=True)
