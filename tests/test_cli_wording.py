@@ -239,3 +239,28 @@ def test_plural_of_songs() -> None:
     assert plural(1, "song") == "1 song"
     assert plural(0, "song") == "0 songs"
     assert plural(2, "entry", "entries") == "2 entries"
+
+
+def test_a_create_cut_short_by_the_deadline_says_the_job_may_exist(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from svc_async.testing import FakeService, FaultConfig
+
+    holder: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        faults = FaultConfig(create_stall=1.0, stall_seconds=5.0)
+        fake = FakeService(seed=1, faults=faults)
+        async with fake.serve("127.0.0.1") as url:
+            argv = ["--base-url", url, "--token", FakeService.DEFAULT_TOKEN, "--timeout", "1",
+                    *CREATE, "--start", "2025-03-01", "--end", "2025-03-02"]  # fmt: skip
+            holder["code"] = await asyncio.to_thread(main, argv)
+
+    asyncio.run(scenario())
+    out, err = capsys.readouterr()
+    assert holder["code"] == ExitCode.NETWORK
+    assert out == ""
+    assert err == (
+        "svc-async: error: --timeout: the command did not finish within 1s"
+        " (the job may have been created: look for it with jobs search)\n"
+    )

@@ -104,9 +104,10 @@ async def _run(args: argparse.Namespace, ui: Ui) -> Outcome:
         except TimeoutError as exc:
             if not deadline.expired():
                 raise
-            failure = CommandTimeout(
-                f"--timeout: the command did not finish within {args.timeout:g}s"
-            )
+            text = f"--timeout: the command did not finish within {args.timeout:g}s"
+            if args.command == "jobs" and args.jobs_command == "create" and not ui.jobs:
+                text += " (the job may have been created: look for it with jobs search)"
+            failure = CommandTimeout(text)
             if ui.jobs:
                 raise Unfinished(job_outcome(ui.jobs[-1]), failure) from exc
             raise failure from exc
