@@ -415,9 +415,9 @@ def build_parser() -> argparse.ArgumentParser:
     fake = commands.add_parser(
         "fake",
         help="serve a fake service on 127.0.0.1 to try the CLI against",
-        description="Serve a seeded FakeService on 127.0.0.1 until Ctrl-C. Prints the"
-        " export lines (SVC_BASE_URL, SVC_API_TOKEN, SVC_ACCOUNT_URL) to paste into"
-        " another shell; needs no URL or credentials.",
+        description="Serve a seeded FakeService on 127.0.0.1 until Ctrl-C (exit 0).\n"
+        "Prints the export lines (SVC_BASE_URL, SVC_API_TOKEN, SVC_ACCOUNT_URL) to\n"
+        "paste into another shell; needs no URL or credentials.",
         formatter_class=_Formatter,
         epilog="example:\n  svc-async fake --job-delay 5 --latency 0.2 --error-rate 0.1",
     )
