@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from .cli import main
+
+def _run() -> int:
+    """Import and run the CLI; Ctrl-C while it loads is one line too, not a traceback."""
+    try:
+        from .cli import main
+
+        return main()
+    except KeyboardInterrupt:
+        print("svc-async: interrupted", file=sys.stderr)
+        return 130
+
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_run())

@@ -6,7 +6,7 @@ seasons, events, every entry of every event fetched concurrently, a licence summ
 event, a verification job created and awaited, its verdict song by song, and a tag
 search. Output uses rich when it is installed and plain text otherwise.
 
-Run it with ``python -m svc_async demo`` (or ``python -m svc_async.demo``).
+Run it with ``python -m svc_async demo`` (or ``python -m svc_async.cli.demo``).
 """
 
 from __future__ import annotations
@@ -20,21 +20,10 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from ._cli_errors import ExitCode, describe, exit_code_for
-from ._cli_render import Renderer, Styled, make_renderer
-from ._cli_views import (
-    events_table,
-    jobs_table,
-    licence_summary,
-    org_tree,
-    seasons_table,
-    status_cell,
-    verdict_table,
-)
-from ._version import __version__
-from .client import Client
-from .errors import SvcError
-from .models import (
+from .._version import __version__
+from ..client import Client
+from ..errors import SvcError
+from ..models import (
     Entry,
     Event,
     JobRequest,
@@ -44,8 +33,22 @@ from .models import (
     Organisation,
     VerificationJob,
 )
-from .polling import PollPolicy
-from .testing import FakeService
+from ..polling import PollPolicy
+from ..testing import FakeService
+from .args import add_demo_options
+from .exit_codes import ExitCode, describe, exit_code_for
+from .render import Renderer, Styled
+from .terminal import make_renderer
+from .views import (
+    events_table,
+    jobs_table,
+    licence_summary,
+    org_tree,
+    plural,
+    seasons_table,
+    status_cell,
+    verdict_table,
+)
 
 DEMO_AUDIO_URL = "https://media.example/mixes/mavericks-senior-elite-2025.mp3"
 """The recording the demo submits (the fake picks songs from a hash of the URL)."""
@@ -131,7 +134,7 @@ class Tour:
         found: dict[int, list[Entry]] = {}
         failed: list[int] = []
         began = time.perf_counter()
-        with self.ui.progress(f"Entries of {len(events)} events", len(events)) as bar:
+        with self.ui.progress(f"Entries of {plural(len(events), 'event')}", len(events)) as bar:
             batches = svc.entries.for_events(
                 [e.id for e in events],
                 concurrency=CONCURRENCY,
@@ -148,7 +151,8 @@ class Tour:
         recordings = sum(1 for v in found.values() for e in v if e.sound_recording is not None)
         self.ui.line(
             Styled(str(count), "bold"),
-            f" entries ({recordings} with a recording) from {len(found)} events in",
+            f" {'entry' if count == 1 else 'entries'} ({recordings} with a recording)",
+            f" from {plural(len(found), 'event')} in",
             f" {took * 1000:.0f} ms, at most {CONCURRENCY} requests in flight.",
         )
         for event_id in failed:
@@ -239,7 +243,7 @@ class Tour:
             ui.line(
                 "Overall: ",
                 status_cell(job.recording.license_status),
-                f" ({good} of {len(songs)} songs licensed for",
+                f" ({good} of {plural(len(songs), 'song')} licensed for",
                 f" {', '.join(job.required_territories)}).",
             )
 
@@ -265,9 +269,9 @@ class Tour:
 
 
 def _width(out: TextIO) -> int | None:
-    """Let a terminal decide; elsewhere (pipes, CI logs) use 110 columns."""
+    """Let a terminal decide; elsewhere (pipes, CI logs) use 80 columns."""
     isatty = getattr(out, "isatty", None)
-    return None if callable(isatty) and isatty() else 110
+    return None if callable(isatty) and isatty() else 80
 
 
 def run_demo(
@@ -280,7 +284,8 @@ def run_demo(
 ) -> int:
     """Run the tour and return an exit code (0 on success)."""
     stream = out if out is not None else sys.stdout
-    ui = make_renderer(stream, color=None if color else False, plain=plain, width=_width(stream))
+    width = _width(stream)
+    ui = make_renderer(stream, color=None if color else False, plain=plain, width=width)
     tour = Tour(ui, delay=delay, seed=seed)
     try:
         asyncio.run(tour.run())
@@ -294,11 +299,9 @@ def run_demo(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m svc_async.demo [--no-color] [--delay S] [--seed N]``."""
-    from ._cli_args import add_demo_options
-
+    """``python -m svc_async.cli.demo [--no-color] [--delay S] [--seed N]``."""
     parser = argparse.ArgumentParser(
-        prog="python -m svc_async.demo",
+        prog="python -m svc_async.cli.demo",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
