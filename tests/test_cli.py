@@ -399,6 +399,8 @@ def test_unknown_event_is_not_found(env: ServedFake, capsys: pytest.CaptureFixtu
         [*_create_args(), "--license-file", "https://licences.example/x.pdf"],
         ["jobs", "wait", "1", "--timeout", "-3"],
         ["--timeout", "0", "orgs"],
+        ["jobs", "search", "--limit", "500"],
+        ["jobs", "search", "--status", "Completed"],
     ],
 )
 def test_bad_arguments_exit_2(
@@ -413,8 +415,6 @@ def test_bad_arguments_exit_2(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["jobs", "search", "--limit", "500"],
-        ["jobs", "search", "--status", "Completed"],
         _create_args("--email", "not-an-email"),
         ["--base-url", "ftp://example.invalid", "orgs"],
     ],

@@ -16,8 +16,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import pytest
-
 from svc_async import Client, JobRequest, PollPolicy
 from svc_async.models import JobType, OutputFileRequest
 from svc_async.testing import FakeService
@@ -31,11 +29,6 @@ from svc_async.webhooks import (
 )
 
 from .conftest import serve_app
-
-pytestmark = pytest.mark.skipif(
-    not hasattr(FakeService, "submit"),
-    reason="needs the FakeService of today's service (branch wave2-fake)",
-)
 
 SECRET = "push-e2e-secret"
 SEARCH = "/api/public/v1/verification-job/search"

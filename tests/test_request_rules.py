@@ -603,11 +603,6 @@ def test_the_rules_statement_itself_refuses_what_types_md_refuses() -> None:
 
 # ------------------------------------------------------------------ the fake agrees
 
-needs_todays_fake = pytest.mark.skipif(
-    not hasattr(FakeService, "submit"),
-    reason="needs the FakeService of today's service (branch wave2-fake)",
-)
-
 
 def _fake_client(fake: FakeService) -> Client:
     return Client(
@@ -619,7 +614,6 @@ def _fake_client(fake: FakeService) -> Client:
     )
 
 
-@needs_todays_fake
 @pytest.mark.parametrize(
     "change",
     [r[1] for r in CREATE_ROWS if r[2] == "ok"],
@@ -650,7 +644,6 @@ REFUSED_BODIES = [
 ]
 
 
-@needs_todays_fake
 @pytest.mark.parametrize(
     "change", [r[1] for r in REFUSED_BODIES], ids=[r[0] for r in REFUSED_BODIES]
 )
@@ -663,7 +656,6 @@ async def test_the_fake_refuses_the_bodies_the_table_refuses(change: dict[str, A
             await svc.request("POST", "/api/public/v1/verification-job", json=body)
 
 
-@needs_todays_fake
 @pytest.mark.parametrize(
     ("statuses", "accepted"), [(["Processed", "Submitted"], True), (["Completed"], False)]
 )
