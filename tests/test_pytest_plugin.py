@@ -214,3 +214,28 @@ def test_installed_entry_point_provides_the_fixtures(pytester: pytest.Pytester) 
     )
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_without_pytest_asyncio_the_fixtures_say_what_is_missing(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(
+        """
+        import sys
+
+        sys.modules["pytest_asyncio"] = None  # as if it were not installed
+        pytest_plugins = ["svc_async.testing.pytest_plugin"]
+        """
+    )
+    pytester.makepyfile(
+        test_user="""
+        def test_needs_it(svc_client):
+            pass
+
+        def test_unrelated():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:asyncio", "-p", "no:svc_async", "-q")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*svc_async fixtures need pytest-asyncio*"])

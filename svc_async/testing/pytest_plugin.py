@@ -59,66 +59,56 @@ def _knobs(request: pytest.FixtureRequest) -> dict[str, Any]:
     return knobs
 
 
-try:
-    import pytest_asyncio
-except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
+def _async_fixture(func: Callable[..., Any]) -> Any:
+    """``pytest_asyncio.fixture``; without pytest-asyncio, a fixture that says it is missing."""
+    try:
+        import pytest_asyncio
+    except ImportError:
 
-    def _needs_pytest_asyncio() -> None:
-        pytest.fail("the svc_async fixtures need pytest-asyncio: pip install pytest-asyncio")
+        def unavailable() -> None:
+            pytest.fail("the svc_async fixtures need pytest-asyncio: pip install pytest-asyncio")
 
-    @pytest.fixture
-    def svc_fake_factory() -> None:
-        """Unavailable: pytest-asyncio is not installed."""
-        _needs_pytest_asyncio()
+        unavailable.__doc__ = func.__doc__
+        return pytest.fixture(name=func.__name__)(unavailable)
+    return pytest_asyncio.fixture(func)
 
-    @pytest.fixture
-    def svc_fake() -> None:
-        """Unavailable: pytest-asyncio is not installed."""
-        _needs_pytest_asyncio()
 
-    @pytest.fixture
-    def svc_client() -> None:
-        """Unavailable: pytest-asyncio is not installed."""
-        _needs_pytest_asyncio()
+@_async_fixture
+async def svc_fake_factory() -> AsyncIterator[FakeFactory]:
+    """Start more fakes: ``fake = await svc_fake_factory(seed=3, rate_limit=None)``.
 
-else:
+    Each call builds a ``FakeService`` from ``FakeService``'s own defaults plus the
+    keyword arguments given, serves it on a free loopback port (``fake.base_url``)
+    and stops it after the test.
+    """
+    from svc_async.testing import FakeService
 
-    @pytest_asyncio.fixture
-    async def svc_fake_factory() -> AsyncIterator[FakeFactory]:
-        """Start more fakes: ``fake = await svc_fake_factory(seed=3, rate_limit=None)``.
+    async with AsyncExitStack() as stack:
 
-        Each call builds a ``FakeService`` from ``FakeService``'s own defaults plus the
-        keyword arguments given, serves it on a free loopback port (``fake.base_url``)
-        and stops it after the test.
-        """
-        from svc_async.testing import FakeService
+        async def start(**knobs: Any) -> FakeService:
+            fake = await stack.enter_async_context(FakeService(**knobs))
+            await stack.enter_async_context(fake.serve())
+            return fake
 
-        async with AsyncExitStack() as stack:
+        yield start
 
-            async def start(**knobs: Any) -> FakeService:
-                fake = await stack.enter_async_context(FakeService(**knobs))
-                await stack.enter_async_context(fake.serve())
-                return fake
 
-            yield start
+@_async_fixture
+async def svc_fake(request: pytest.FixtureRequest, svc_fake_factory: FakeFactory) -> FakeService:
+    """A seeded ``FakeService`` serving on loopback for this test (``.base_url``).
 
-    @pytest_asyncio.fixture
-    async def svc_fake(
-        request: pytest.FixtureRequest, svc_fake_factory: FakeFactory
-    ) -> FakeService:
-        """A seeded ``FakeService`` serving on loopback for this test (``.base_url``).
+    ``FakeService(seed=0, processing_delay=0.1)`` unless the test (or its class or
+    module) says otherwise with ``@pytest.mark.svc_fake(**knobs)``.
+    """
+    return await svc_fake_factory(**_knobs(request))
 
-        ``FakeService(seed=0, processing_delay=0.1)`` unless the test (or its class or
-        module) says otherwise with ``@pytest.mark.svc_fake(**knobs)``.
-        """
-        return await svc_fake_factory(**_knobs(request))
 
-    @pytest_asyncio.fixture
-    async def svc_client(svc_fake: FakeService) -> AsyncIterator[Client]:
-        """A ``Client`` bound to ``svc_fake``, with the default account's token."""
-        from svc_async import Client
+@_async_fixture
+async def svc_client(svc_fake: FakeService) -> AsyncIterator[Client]:
+    """A ``Client`` bound to ``svc_fake``, with the default account's token."""
+    from svc_async import Client
 
-        if svc_fake.base_url is None:
-            raise RuntimeError("svc_fake is not serving")
-        async with Client(svc_fake.base_url, token=svc_fake.DEFAULT_TOKEN) as client:
-            yield client
+    if svc_fake.base_url is None:
+        raise RuntimeError("svc_fake is not serving")
+    async with Client(svc_fake.base_url, token=svc_fake.DEFAULT_TOKEN) as client:
+        yield client
