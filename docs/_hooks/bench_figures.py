@@ -80,7 +80,8 @@ def chart(bench: str, rows: list[dict[str, Any]]) -> str:
     for i, row in enumerate(bars):
         value = float(row["value"])
         y = _TOP + i * _ROW
-        colour = "#e65100" if row.get("met") is False else "#3f51b5"
+        ours = "sdk" in str(row["figure"]).lower()
+        colour = "#e65100" if row.get("met") is False else "#3f51b5" if ours else "#9e9e9e"
         parts.append(
             f'<text x="{_LABEL - 8}" y="{y + 14}" text-anchor="end">'
             f"{html.escape(str(row['figure']))}</text>"
@@ -133,11 +134,14 @@ def render(document: dict[str, Any], source: str) -> str:
         facts.append(f"taken {document['taken']}")
     lines = ["; ".join(facts) + ".", ""]
     lines.append(
-        "Bars are ratios against a baseline measured in the same run (dashed line: 1.0); "
-        "a green tick marks a target, an orange bar a missed one."
+        "Bars are ratios against a baseline measured in the same run (dashed line: 1.0): "
+        "the SDK's in blue, its peers' in grey; a green tick marks a target, an orange "
+        "bar a missed one."
     )
     for bench, rows in sorted(by_bench.items()):
-        lines += ["", f"### {bench}", "", chart(bench, rows), "", table(rows)]
+        lines += ["", f"### {bench}", "", chart(bench, rows), ""]
+        lines += ['<details markdown="1"><summary>Every figure</summary>', "", table(rows)]
+        lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
 

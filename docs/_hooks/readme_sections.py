@@ -4,7 +4,8 @@ The README stays the one source of the prose and examples (its Python blocks are
 by ``tests/test_readme_blocks.py``); the site arranges its sections into pages. The
 directive is replaced by the section's body (up to the next heading of the same or a
 higher level; for the README's title, its introduction up to the first heading), its
-subheadings moved to sit under the page heading the directive stands under. A heading that is not in the README (or is there twice) fails the build.
+subheadings moved to sit under the page heading the directive stands under. A heading
+that is not in the README (or is there twice) fails the build.
 """
 
 from __future__ import annotations
