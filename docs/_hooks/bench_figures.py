@@ -35,7 +35,7 @@ def load() -> tuple[dict[str, Any], str]:
     figures: list[dict[str, Any]] = []
     for path in sorted(RESULTS.glob("*.json")):
         result = json.loads(path.read_text())
-        figures += [{"bench": path.stem, **row} for row in result.get("summary") or []]
+        figures += [{**row, "bench": path.stem} for row in result.get("summary") or []]
     if figures:
         return {"figures": figures}, "`benchmarks/results/*.json` (this build)"
     if not SNAPSHOT.exists():
