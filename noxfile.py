@@ -44,7 +44,7 @@ def docs(session: nox.Session) -> None:
     The site goes to ``.nox/docs/tmp/site`` unless given: ``nox -s docs -- --site-dir site``.
     Benchmark charts use ``benchmarks/results/*.json`` when ``nox -s bench`` wrote them.
     """
-    session.install("-e", ".[docs]")
+    session.install("-e", ".[docs]", "ruff")  # mkdocstrings formats signatures with ruff
     session.env["NO_MKDOCS_2_WARNING"] = "1"
     args = session.posargs or ["--site-dir", str(Path(session.create_tmp()) / "site")]
     session.run("mkdocs", "build", "--strict", *args)

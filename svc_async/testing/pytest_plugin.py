@@ -4,9 +4,9 @@ Installing ``svc-async`` makes these fixtures available in every project (no con
 needed). They are declared with ``pytest_asyncio.fixture``, so they work in
 pytest-asyncio's default strict mode as well as in auto mode:
 
-* ``svc_fake``: a seeded :class:`~svc_async.testing.FakeService` serving on a free
+* ``svc_fake``: a seeded ``svc_async.testing.FakeService`` serving on a free
   loopback port (``svc_fake.base_url``); knobs come from ``@pytest.mark.svc_fake(...)``;
-* ``svc_client``: a :class:`~svc_async.Client` bound to ``svc_fake`` with the default
+* ``svc_client``: a ``svc_async.Client`` bound to ``svc_fake`` with the default
   account's token;
 * ``svc_fake_factory``: ``await svc_fake_factory(**knobs)`` serves another fake.
 
