@@ -239,3 +239,29 @@ def test_without_pytest_asyncio_the_fixtures_say_what_is_missing(
     result = pytester.runpytest_subprocess("-p", "no:asyncio", "-p", "no:svc_async", "-q")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*svc_async fixtures need pytest-asyncio*"])
+
+
+def test_fixtures_follow_the_configured_loop_scope(pytester: pytest.Pytester) -> None:
+    """With module-scoped loops for tests and fixtures, both share the module's loop."""
+    result = run(
+        pytester,
+        STRICT_INI.replace("= function", "= module") + "asyncio_default_test_loop_scope = module\n",
+        """
+        import asyncio
+        import pytest
+
+        loops = set()
+
+        @pytest.mark.asyncio
+        async def test_one(svc_client):
+            loops.add(asyncio.get_running_loop())
+            assert await svc_client.seasons.list()
+
+        @pytest.mark.asyncio
+        async def test_two(svc_client):
+            loops.add(asyncio.get_running_loop())
+            assert await svc_client.seasons.list()
+            assert len(loops) == 1
+        """,
+    )
+    result.assert_outcomes(passed=2)
