@@ -89,7 +89,7 @@ ROWS = [
         "target": ">= 0.9",
         "met": False,
     },
-    {"bench": "b", "figure": "peer / raw", "value": 0.2, "unit": "x", "target": None, "met": None},
+    {"bench": "b", "figure": "pydantic / raw", "value": 0.2, "unit": "x", "target": None, "met": None},
     {"bench": "b", "figure": "raw time", "value": 3.5, "unit": "ms", "target": None, "met": None},
 ]
 
@@ -102,6 +102,14 @@ def test_chart_draws_ratio_bars_baseline_and_targets() -> None:
     assert 'fill="#9e9e9e"' in svg  # a peer
     assert "target &gt;= 0.9" in svg
     assert "baseline 1.0" in svg
+
+
+def test_the_sdks_own_figures_are_blue_peers_grey() -> None:
+    assert bench_figures._colour("sdk / pydantic @1000") == "#3f51b5"
+    assert bench_figures._colour("added import time: svc_async / aiohttp") == "#3f51b5"
+    assert bench_figures._colour("pydantic / orjson @100") == "#9e9e9e"
+    assert bench_figures._colour("small c=1: httpx throughput / aiohttp") == "#9e9e9e"
+    assert bench_figures._colour("big c=1: structure alone time / aiohttp") == "#9e9e9e"
 
 
 def test_render_lists_every_figure_and_says_where_from() -> None:

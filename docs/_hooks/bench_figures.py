@@ -24,6 +24,7 @@ SNAPSHOT = ROOT / "docs" / "figures" / "benchmarks.json"
 MARK = "<!-- bench-figures -->"
 
 _TARGET = re.compile(r"^\s*(?P<op><=|>=|<|>)\s*(?P<value>[0-9.]+)")
+_PEER = re.compile(r"\b(msgspec|pydantic|httpx)\b")
 _WIDTH, _LABEL, _ROW, _TOP = 760, 360, 22, 26
 
 
@@ -54,6 +55,13 @@ def _target(text: Any) -> tuple[str, float] | None:
     return (match["op"], float(match["value"])) if match else None
 
 
+def _colour(figure: str) -> str:
+    """Grey for a peer's figure or a baseline's part alone, blue for the SDK's own."""
+    text = figure.lower()
+    peer = _PEER.search(text) is not None and "sdk" not in text
+    return "#9e9e9e" if peer or " alone" in text else "#3f51b5"
+
+
 def chart(bench: str, rows: list[dict[str, Any]]) -> str:
     """A horizontal bar chart (inline SVG) of the rows whose unit is a ratio (``x``)."""
     bars = [r for r in rows if r.get("unit") == "x" and _number(r.get("value")) is not None]
@@ -80,14 +88,14 @@ def chart(bench: str, rows: list[dict[str, Any]]) -> str:
     for i, row in enumerate(bars):
         value = float(row["value"])
         y = _TOP + i * _ROW
-        ours = "sdk" in str(row["figure"]).lower()
-        colour = "#e65100" if row.get("met") is False else "#3f51b5" if ours else "#9e9e9e"
+        colour = "#e65100" if row.get("met") is False else _colour(str(row["figure"]))
         parts.append(
             f'<text x="{_LABEL - 8}" y="{y + 14}" text-anchor="end">'
             f"{html.escape(str(row['figure']))}</text>"
             f'<rect x="{_LABEL}" y="{y + 3}" width="{max(1.0, x(value) - _LABEL):.1f}" '
             f'height="{_ROW - 7}" fill="{colour}"/>'
-            f'<text x="{x(value) + 4:.1f}" y="{y + 14}">{value:g}</text>'
+            f'<text x="{x(value) + 4:.1f}" y="{y + 14}" paint-order="stroke" '
+            f'stroke="#fff" stroke-width="3">{value:g}</text>'
         )
         target = _target(row.get("target"))
         if target:
