@@ -89,7 +89,14 @@ ROWS = [
         "target": ">= 0.9",
         "met": False,
     },
-    {"bench": "b", "figure": "pydantic / raw", "value": 0.2, "unit": "x", "target": None, "met": None},
+    {
+        "bench": "b",
+        "figure": "pydantic / raw",
+        "value": 0.2,
+        "unit": "x",
+        "target": None,
+        "met": None,
+    },
     {"bench": "b", "figure": "raw time", "value": 3.5, "unit": "ms", "target": None, "met": None},
 ]
 
