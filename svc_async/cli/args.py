@@ -434,12 +434,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_fake_options(parser: argparse.ArgumentParser) -> None:
-    """The ``fake`` command's options: port, data seed, job timing, limits and faults."""
+    """The ``fake`` command's options: port, data seed, flavour, job timing, limits, faults."""
     parser.add_argument(
         "--port", type=port, default=0, metavar="N", help="port on 127.0.0.1 (0: any free one)"
     )
     parser.add_argument(
         "--seed", type=int, default=0, metavar="N", help="seed of the fake's demo data (0)"
+    )
+    parser.add_argument(
+        "--legacy",
+        action="store_true",
+        help="speak the published examples' older shapes: jobs end at Completed,"
+        " search answers {jobs, count}",
     )
     timing = parser.add_argument_group("jobs and limits")
     timing.add_argument(
