@@ -50,6 +50,11 @@ examples:
 """
 )
 
+DEFAULT_DEMO_DELAY = 2.0
+"""The demo fake's job processing time: long enough to see each status pass, short
+enough to keep the tour near 4 seconds (a VOD job's output file takes half as long
+again)."""
+
 _COUNTRY = re.compile(r"[A-Za-z]{2}")
 
 
@@ -525,9 +530,9 @@ def add_demo_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--delay",
         type=non_negative_seconds,
-        default=3.0,
+        default=DEFAULT_DEMO_DELAY,
         metavar="SECONDS",
-        help="the fake's job processing time (3)",
+        help=f"the fake's job processing time ({DEFAULT_DEMO_DELAY:g})",
     )
     parser.add_argument(
         "--seed", type=int, default=0, metavar="N", help="seed of the fake's demo data (0)"
