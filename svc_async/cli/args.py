@@ -458,7 +458,8 @@ def add_fake_options(parser: argparse.ArgumentParser) -> None:
         type=non_negative_seconds,
         default=3.0,
         metavar="SECONDS",
-        help="how long a job takes to process (3)",
+        help="how long a job takes to process (3); a VOD job's output file takes"
+        " half as long again",
     )
     timing.add_argument(
         "--search-lag",
