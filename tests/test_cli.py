@@ -552,6 +552,7 @@ def test_exit_code_for(exc: BaseException, code: ExitCode) -> None:
         ["jobs", "get", "--help"],
         ["jobs", "search", "--help"],
         ["jobs", "wait", "--help"],
+        ["fake", "--help"],
         ["demo", "--help"],
     ],
 )
@@ -559,6 +560,18 @@ def test_help_everywhere(capsys: pytest.CaptureFixture[str], argv: list[str]) ->
     code, out, _ = run(capsys, *argv)
     assert code == 0
     assert out.startswith("usage: svc-async")
+    # the legacy names appear only where --legacy describes the older service
+    legacy = [line for line in out.splitlines() if "Completed" in line or "Confirmed" in line]
+    assert all("--legacy" in line or "at Completed" in line for line in legacy), legacy
+
+
+def test_status_help_lists_todays_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "jobs", "search", "--help")
+    text = " ".join(out.split())
+    assert (
+        "allowed status (repeatable): Created, Downloading, DetectingMusic, Matching,"
+        " Matched, Processed, Submitted, Errored" in text
+    )
 
 
 def test_help_lists_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:

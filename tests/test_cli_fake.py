@@ -101,8 +101,39 @@ def test_a_job_created_through_the_fake_finishes(fake: Fake) -> None:
     )  # fmt: skip
     assert created.returncode == 0, created.stderr
     job = json.loads(created.stdout)
-    assert job["status"] not in ("Created", "Downloading", "Matching")
-    assert fake.stop()[0] == 0
+    assert job["status"] == "Processed"  # today's service (without --legacy)
+    code, err = fake.stop()
+    assert code == 0
+    assert "(jobs take 0.5s, " in err.splitlines()[0]
+
+
+def test_legacy_fake_speaks_the_older_shapes() -> None:
+    """--legacy: jobs end at Completed, search answers {jobs, count}; the CLI reads both,
+    and a status filter of today's names is the older service's 400 (exit 5)."""
+    served = Fake("--legacy", "--job-delay", "0.3")
+    try:
+        created = served.cli(
+            "jobs", "create", "--name", "Older", "--email", "producer@service.example",
+            "--org", "1", "--audio-url", "https://media.example/mixes/older.mp3",
+            "--start", "2025-03-01", "--end", "2025-03-01", "--territory", "GB",
+            "--tag", "legacy-run", "--wait", "--wait-timeout", "30",
+        )  # fmt: skip
+        found = served.cli("jobs", "search", "--tag", "legacy-run")
+        refused = served.cli("jobs", "search", "--status", "Processed")
+    finally:
+        code, err = served.stop()
+    assert code == 0
+    assert "(legacy shapes, jobs take 0.3s, " in err.splitlines()[0]
+    assert created.returncode == 0, created.stderr
+    job = json.loads(created.stdout)
+    assert job["status"] == "Completed"
+    assert "type" not in job and "outputFiles" not in job
+    assert found.returncode == 0, found.stderr
+    page = json.loads(found.stdout)
+    assert page["count"] == 1
+    assert [(j["id"], j["status"]) for j in page["jobs"]] == [(job["id"], "Completed")]
+    assert refused.returncode == 5
+    assert "received 'Processed'" in refused.stderr
 
 
 def test_sigterm_stops_it_the_same_way(fake: Fake) -> None:
@@ -161,6 +192,8 @@ def test_a_port_in_use_is_one_line_and_exit_6() -> None:
 def test_fault_flags_become_a_fault_config() -> None:
     parse = build_parser().parse_args
     assert fault_config(parse(["fake"])) is None
+    assert parse(["fake"]).legacy is False
+    assert parse(["fake", "--legacy"]).legacy is True
     args = parse(
         ["fake", "--latency", "0.2", "--error-rate", "0.1", "--reset-rate", "0.05",
          "--malformed-rate", "0.01", "--latency-spike", "0.5", "--spike-seconds", "2"]

@@ -8,12 +8,22 @@ import io
 import pytest
 
 from svc_async.cli.args import build_parser
-from svc_async.cli.render import PlainRenderer, Table, text_of
-from svc_async.cli.views import job_summary, jobs_table, manual_verdict, verdict_table
+from svc_async.cli.render import Column, PlainRenderer, Table, text_of
+from svc_async.cli.views import (
+    failing_checks,
+    job_summary,
+    jobs_table,
+    manual_statuses,
+    manual_verdict,
+    recording_table,
+    verdict_table,
+)
 from svc_async.models import (
     CURRENT_JOB_STATUSES,
+    CheckResult,
     JobStatus,
     JobType,
+    LicenseChecks,
     ManualStatus,
     OutputFile,
     Song,
@@ -109,6 +119,76 @@ def test_manual_statuses_in_both_forms_show_under_their_song() -> None:
     assert all(len(line) <= 80 for line in lines)
 
 
+def test_a_manual_note_ending_in_a_full_stop_joins_the_checks_cleanly() -> None:
+    song = _song("Dotted", ManualStatus(status="Manually Rejected", details="Wrong team."))
+    drawn = " ".join(_draw(recording_table(_job().recording, "Songs")).split())
+    assert "Songs (3 songs)" in drawn
+    drawn = " ".join(_draw(recording_table(_recording([song]), "Entry #9")).split())
+    assert "Entry #9 (1 song)" in drawn
+    assert "Manually Rejected: Wrong team; no checks" in drawn
+    assert ".;" not in drawn
+
+
+def _recording(songs: list[Song]) -> SoundRecording:
+    rec = _job().recording
+    assert rec is not None
+    return SoundRecording(
+        created_at=rec.created_at,
+        updated_at=rec.updated_at,
+        download_url=rec.download_url,
+        upload_file_name=rec.upload_file_name,
+        license_status=rec.license_status,
+        status=rec.status,
+        songs=songs,
+    )
+
+
+def test_manual_statuses_lists_each_verdict_and_skips_cleared_ones() -> None:
+    songs = [
+        _song("a", ManualStatus(status="Manually Approved", details="ok")),
+        _song("b", "User Updated"),
+        _song("c", None),
+        _song("d", ManualStatus(status=None, details="cleared")),
+        _song("e", ManualStatus(status="Manually Approved")),
+    ]
+    assert manual_statuses(_recording(songs)) == [
+        "Manually Approved",
+        "User Updated",
+        "Manually Approved",
+    ]
+    assert manual_statuses(None) == []
+
+
+def _checked(**results: CheckResult) -> Song:
+    return Song(
+        title="t",
+        artists="a",
+        start_time=0,
+        end_time=1,
+        license_status="Unverified",
+        license_checks=LicenseChecks(**results),  # type: ignore[arg-type]
+    )
+
+
+def test_few_failing_checks_are_named_many_are_counted_by_result() -> None:
+    few = _checked(
+        licensee_name_match=CheckResult.REJECTED,
+        title_matches=CheckResult.UNKNOWN,
+        valid_date=CheckResult.ACCEPTED,
+    )
+    assert text_of(failing_checks(few)) == ("Licensee Name Match: Rejected, Title Matches: Unknown")
+    many = _checked(
+        licensee_name_match=CheckResult.REJECTED,
+        title_matches=CheckResult.UNKNOWN,
+        artists_match=CheckResult.UNKNOWN,
+        valid_date=CheckResult.UNKNOWN,
+        full_ownership=CheckResult.ACCEPTED,
+    )
+    assert text_of(failing_checks(many)) == "Licensee Name Match: Rejected, 3 checks Unknown"
+    same = _checked(title_matches=CheckResult.UNKNOWN, valid_date=CheckResult.UNKNOWN)
+    assert text_of(failing_checks(same)) == "all 2 Unknown"
+
+
 @pytest.mark.parametrize(
     ("manual", "shown"),
     [
@@ -151,3 +231,11 @@ def test_unknown_or_legacy_status_is_refused_with_the_valid_list(
     err = capsys.readouterr().err
     assert f"unknown job status {status!r}; choose from " in err
     assert ", ".join(CURRENT_JOB_STATUSES) in " ".join(err.split())
+
+
+def test_plain_tables_wrap_long_titles_and_captions() -> None:
+    title = "Songs of " + "A Very Long Team Name " * 5
+    table = Table(title, [Column("#")], [["1"]], caption="note " * 30)
+    lines = _draw(table).splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert " ".join(lines).split().count("Very") == 5

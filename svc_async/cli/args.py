@@ -50,6 +50,11 @@ examples:
 """
 )
 
+DEFAULT_DEMO_DELAY = 2.0
+"""The demo fake's job processing time: long enough to see each status pass, short
+enough to keep the tour near 4 seconds (a VOD job's output file takes half as long
+again)."""
+
 _COUNTRY = re.compile(r"[A-Za-z]{2}")
 
 
@@ -434,12 +439,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_fake_options(parser: argparse.ArgumentParser) -> None:
-    """The ``fake`` command's options: port, data seed, job timing, limits and faults."""
+    """The ``fake`` command's options: port, data seed, flavour, job timing, limits, faults."""
     parser.add_argument(
         "--port", type=port, default=0, metavar="N", help="port on 127.0.0.1 (0: any free one)"
     )
     parser.add_argument(
         "--seed", type=int, default=0, metavar="N", help="seed of the fake's demo data (0)"
+    )
+    parser.add_argument(
+        "--legacy",
+        action="store_true",
+        help="speak the published examples' older shapes: jobs end at Completed,"
+        " search answers {jobs, count}",
     )
     timing = parser.add_argument_group("jobs and limits")
     timing.add_argument(
@@ -447,7 +458,8 @@ def add_fake_options(parser: argparse.ArgumentParser) -> None:
         type=non_negative_seconds,
         default=3.0,
         metavar="SECONDS",
-        help="how long a job takes to process (3)",
+        help="how long a job takes to process (3); a VOD job's output file takes"
+        " half as long again",
     )
     timing.add_argument(
         "--search-lag",
@@ -519,9 +531,9 @@ def add_demo_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--delay",
         type=non_negative_seconds,
-        default=3.0,
+        default=DEFAULT_DEMO_DELAY,
         metavar="SECONDS",
-        help="the fake's job processing time (3)",
+        help=f"the fake's job processing time ({DEFAULT_DEMO_DELAY:g})",
     )
     parser.add_argument(
         "--seed", type=int, default=0, metavar="N", help="seed of the fake's demo data (0)"

@@ -46,6 +46,7 @@ def make_fake(args: argparse.Namespace) -> FakeService:
         rate_limit=rate_limit,
         search_lag=args.search_lag,
         faults=fault_config(args),
+        legacy=args.legacy,
     )
 
 
@@ -68,6 +69,8 @@ async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     async with fake.serve("127.0.0.1", args.port) as url:
         print("\n".join(export_lines(url)), file=out, flush=True)
         jobs = f"jobs take {args.job_delay:g}s"
+        if args.legacy:
+            jobs = f"legacy shapes, {jobs}"
         rate = args.rate_limit
         limit = "no rate limit" if rate is None else f"{rate[0]} requests per {rate[1]:g}s"
         print(

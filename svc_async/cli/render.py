@@ -215,7 +215,8 @@ class PlainRenderer:
 
         indent = sum(w + 2 for w in widths[: table.note_column])
         if table.title:
-            self._print(table.title)
+            for line in _wrap(table.title, self.width):
+                self._print(line)
         for line in fmt(headers):
             self._print(line)
         self._print("  ".join("-" * w for w in widths))
@@ -227,7 +228,8 @@ class PlainRenderer:
                 for line in _wrap(text_of(note), max(20, self.width - indent)):
                     self._print(" " * indent + line)
         if table.caption:
-            self._print(table.caption)
+            for line in _wrap(table.caption, self.width):
+                self._print(line)
 
     def tree(self, root: TreeNode) -> None:
         """Children indented under their parent with ``+--``."""

@@ -26,6 +26,7 @@ from ..models import (
     RecordingStatus,
     Season,
     Song,
+    SoundRecording,
     VerificationJob,
 )
 from .render import Cell, Column, Segment, Styled, Table, TreeNode
@@ -299,6 +300,11 @@ def jobs_table(jobs: Sequence[VerificationJob], title: str = "Verification jobs"
     return Table(title, columns, rows, notes=notes)
 
 
+_LISTED_CHECKS = 3
+"""Up to this many failing checks are named one by one; beyond it, a large group of
+one result is counted instead (``Licensee Name Match: Rejected, 13 checks Unknown``)."""
+
+
 def check_title(name: str) -> str:
     """``territory_match[FR]`` -> ``Territory Match FR``; attribute names -> JSON names."""
     if name.startswith("territory_match[") and name.endswith("]"):
@@ -307,7 +313,8 @@ def check_title(name: str) -> str:
 
 
 def failing_checks(song: Song) -> Cell:
-    """The checks of ``song`` that are not Accepted, coloured by result, compactly."""
+    """The checks of ``song`` that are not Accepted, coloured by result, compactly: named
+    when few, counted by result when many."""
     checks = song.license_checks or LicenseChecks()
     results = checks.results()
     failing = checks.failing()
@@ -317,11 +324,20 @@ def failing_checks(song: Song) -> Cell:
     if len(failing) == len(results) and len(values) == 1:
         value = values.pop()
         return Styled(f"all {len(results)} {value}", _STYLES.get(value, "cyan"))
-    parts: list[Segment] = []
+    groups: dict[str, list[str]] = {}
     for name, value in failing.items():
-        if parts:
-            parts.append(", ")
-        parts.append(Styled(f"{check_title(name)}: {value}", _STYLES.get(str(value), "cyan")))
+        groups.setdefault(str(value), []).append(name)
+    parts: list[Segment] = []
+    for value, names in groups.items():
+        style = _STYLES.get(value, "cyan")
+        if len(failing) > _LISTED_CHECKS and len(names) > 2:
+            shown = [f"{len(names)} checks {value}"]  # one line, not fourteen names
+        else:
+            shown = [f"{check_title(name)}: {value}" for name in names]
+        for text in shown:
+            if parts:
+                parts.append(", ")
+            parts.append(Styled(text, style))
     return tuple(parts)
 
 
@@ -352,6 +368,8 @@ def _song_note(song: Song) -> Cell:
     checks_parts = checks if isinstance(checks, tuple) else (checks,)
     if manual is None:
         return checks_parts
+    if isinstance(manual, Styled) and manual.text.endswith("."):
+        manual = Styled(manual.text[:-1], manual.style)  # "details.; all accepted" reads badly
     manual_parts = manual if isinstance(manual, tuple) else (manual,)
     return (*manual_parts, "; ", *checks_parts)
 
@@ -359,7 +377,13 @@ def _song_note(song: Song) -> Cell:
 def verdict_table(job: VerificationJob) -> Table:
     """The job's songs (source, status); a note under each row holds the manual verdict
     and the checks not accepted, so the table fits 80 columns."""
-    songs = [] if job.recording is None else job.recording.songs
+    return recording_table(job.recording, f"Verdict of job #{job.id}")
+
+
+def recording_table(recording: SoundRecording | None, subject: str) -> Table:
+    """A recording's songs as in ``verdict_table`` (a job's, or an entry's), titled
+    ``subject (N songs)``; a ``*`` marks a song with a manual status."""
+    songs = [] if recording is None else recording.songs
     rows: list[list[Cell]] = []
     notes: dict[int, Cell] = {}
     for i, song in enumerate(songs, 1):
@@ -383,14 +407,26 @@ def verdict_table(job: VerificationJob) -> Table:
         Column("Source"),
         Column("Status"),
     ]
-    recording = job.recording
     caption = None
     if recording is not None:
         caption = f"recording {recording.status}, licence status {recording.license_status}"
         if any(song.manual_status is not None for song in songs):
             caption += "; * manual status"
-    title = f"Verdict of job #{job.id} ({plural(len(songs), 'song')})"
-    return Table(title, columns, rows, caption, notes=notes)
+    return Table(f"{subject} ({plural(len(songs), 'song')})", columns, rows, caption, notes=notes)
+
+
+def manual_statuses(recording: SoundRecording | None) -> list[str]:
+    """The manual verdicts on a recording's songs (``Manually Approved``, ...), in order;
+    songs without one, or whose verdict was cleared, are left out."""
+    found: list[str] = []
+    for song in [] if recording is None else recording.songs:
+        manual = song.manual_status
+        if isinstance(manual, ManualStatus):
+            if manual.status is not None:
+                found.append(str(manual.status))
+        elif manual:
+            found.append(str(manual))
+    return found
 
 
 def output_file_cell(output: OutputFile) -> Cell:

@@ -135,8 +135,11 @@ class WebhookDispatcher:
             self._wake.clear()
             wait = self._due()
             timeout = None if wait is None or self._clock.frozen else max(wait, 0.001)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancellation that
+            # lands just after a wake, and the watcher would then never stop.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
 
     async def deliver(self, url: str, payload: JSON) -> WebhookDelivery:
         """POST ``payload`` to ``url``, retrying; the delivery is recorded and returned."""
