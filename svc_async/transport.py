@@ -283,7 +283,10 @@ class AiohttpTransport:
         """Close the session if this transport created it."""
         self._closed = True
         if self._session is not None and self._owns_session:
-            await self._session.close()
+            if self._loop is not None and self._loop.is_closed():
+                _abandon(self._session)  # its loop is gone: close the sockets directly
+            else:
+                await self._session.close()
         self._session = None
 
 
@@ -295,10 +298,12 @@ def _abandon(session: aiohttp.ClientSession) -> None:
         for entries in conns.values():
             for protocol, _ in entries:
                 transport = getattr(protocol, "transport", None)
-                sock = None if transport is None else transport.get_extra_info("socket")
+                sock = getattr(transport, "_sock", None)  # asyncio's selector transport
                 if sock is not None:
                     with contextlib.suppress(OSError):
                         sock.close()
+                    # Without its loop the transport cannot close itself; mark it closed.
+                    transport._sock = None  # type: ignore[union-attr]
         conns.clear()
     # Mark both closed so neither warns "Unclosed" when collected.
     with contextlib.suppress(Exception):
