@@ -151,9 +151,8 @@ def decide(
         return RENEW
     if isinstance(failure, ResponseTooLargeError):
         return Decision(Action.RAISE, reason="too large")
-    if status is not None and failure is not None and isinstance(failure, APIError):
-        if status not in policy.statuses:
-            return Decision(Action.RAISE, reason=f"HTTP {status}")
+    if isinstance(failure, APIError) and status not in policy.statuses:
+        return Decision(Action.RAISE, reason=f"HTTP {status}")
     if not idempotent and not outcome.unprocessed:
         if can_resolve:
             return Decision(Action.RESOLVE, reason="ambiguous")

@@ -192,12 +192,12 @@ class AiohttpTransport:
     def _get_session(self) -> aiohttp.ClientSession:
         if self._closed:
             raise TransportError("transport is closed")
-        if self._session is not None and self._owns_session and self._loop is not None:
-            if self._loop.is_closed():
-                # Used again after its event loop ended (a second asyncio.run()): the old
-                # session's connections died with that loop; start fresh in this one.
-                _abandon(self._session)
-                self._session = None
+        loop = self._loop
+        if self._session is not None and self._owns_session and loop and loop.is_closed():
+            # Used again after its event loop ended (a second asyncio.run()): the old
+            # session's connections died with that loop; start fresh in this one.
+            _abandon(self._session)
+            self._session = None
         if self._session is None:
             self._loop = asyncio.get_running_loop()
             connector = aiohttp.TCPConnector(
