@@ -333,6 +333,31 @@ async def test_aclose_during_login_ends_the_call_with_client_closed_quickly() ->
         await closing
 
 
+async def test_aclose_after_a_nested_login_still_ends_the_call_quickly() -> None:
+    started = asyncio.Event()
+
+    async def login(request: web.Request) -> web.Response:
+        return web.json_response({"accessToken": "a", "refreshToken": "r"})
+
+    async def slow(request: web.Request) -> web.Response:
+        started.set()
+        await asyncio.sleep(5)
+        return web.json_response([])
+
+    app = web.Application()
+    app.router.add_post("/api/auth/api-key/login", login)
+    app.router.add_get("/api/public/v1/season", slow)
+    async with serve_app(app) as url:
+        svc = Client(url, auth=ApiKeyAuth("k", "s-secret"))
+        task = asyncio.create_task(svc.seasons.list())  # logs in first, then waits
+        await started.wait()
+        start = time.monotonic()
+        await svc.aclose()
+        with pytest.raises(ClientClosedError):
+            await task
+        assert time.monotonic() - start < 0.1
+
+
 async def test_a_dropped_login_connection_is_retried() -> None:
     logins = 0
 
