@@ -172,3 +172,13 @@ def secrets_of(auth: Auth | None) -> tuple[str, ...]:
         except SvcError:
             return ()
     return ()
+
+
+def static_headers(auth: Auth) -> Mapping[str, str] | None:
+    """The fixed headers of a static auth (BearerAuth, HeaderAuth); None when they may change.
+
+    Lets the pipeline skip awaiting ``auth.headers`` on every call.
+    """
+    if type(auth) in (BearerAuth, HeaderAuth):
+        return auth._headers  # type: ignore[attr-defined, no-any-return]
+    return None

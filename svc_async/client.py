@@ -23,7 +23,7 @@ import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._version import __version__
-from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of
+from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of, static_headers
 from .errors import ClientClosedError, WrongEventLoopError
 from .models import RateLimit
 from .pipeline import Call, Decoder, Env, Reply, Resolver, StreamDecoder, run
@@ -174,6 +174,7 @@ class Client:
         shared.env = Env(
             transport=shared.transport,
             auth_headers=lambda: auth.headers(self._account_call),
+            static_auth=static_headers(auth),
             renew=lambda rejected: auth.renew(self._account_call, rejected),
             headers=self._request_headers,
             secrets=self._secrets,
@@ -446,7 +447,27 @@ class Client:
             stream_decode=stream_decode,
             resolve=resolve,
         )
-        return await self._tracked(run(self._shared.env, call), f"{method} {path}")
+        shared = self._shared
+        task = asyncio.current_task()
+        if task is None:
+            return await run(shared.env, call)
+        active = shared.active
+        active[task] = active.get(task, 0) + 1
+        try:
+            return await run(shared.env, call)
+        except asyncio.CancelledError:
+            if shared.closed and task.cancelling():
+                task.uncancel()
+                raise ClientClosedError(
+                    f"{method} {path} was cancelled because the client was closed"
+                ) from None
+            raise
+        finally:
+            left = active[task] - 1
+            if left:
+                active[task] = left
+            else:
+                del active[task]
 
     async def _tracked(self, work: Awaitable[T], what: str) -> T:
         """Await ``work`` as a task of this client: ``aclose()`` ends it with ClientClosedError.
