@@ -216,6 +216,56 @@ async def test_two_clients_sharing_one_budget_fail_no_call() -> None:
         assert fake.rate_limited < 240 * 0.05, fake.rate_limited
 
 
+_WORKER = """
+import asyncio, sys
+from svc_async import Client, RetryPolicy
+
+async def main(url: str, token: str) -> None:
+    failed = 0
+    async with Client(url, token=token, retry=RetryPolicy(timeout=60)) as svc:
+        sem = asyncio.Semaphore(8)
+
+        async def one() -> None:
+            nonlocal failed
+            async with sem:
+                try:
+                    await svc.seasons.list()
+                except Exception:
+                    failed += 1
+
+        await asyncio.gather(*(one() for _ in range(120)))
+    print(failed)
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+async def test_two_processes_sharing_one_budget_fail_no_call() -> None:
+    import sys
+
+    async with (
+        FakeService(seed=1, rate_limit=(30, 2.0), demo_data=True) as fake,
+        fake.serve() as url,
+    ):
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        procs = [
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-c",
+                _WORKER,
+                url,
+                TOKEN,
+                env=env,
+                stdout=asyncio.subprocess.PIPE,
+            )
+            for _ in range(2)
+        ]
+        outs = [await asyncio.wait_for(p.communicate(), 90) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0]
+        assert [int(out.strip()) for out, _ in outs] == [0, 0]
+        assert fake.rate_limited < 240 * 0.05, fake.rate_limited
+
+
 # 4. Secrets echoed by a server ---------------------------------------------------------
 
 
