@@ -26,7 +26,7 @@ from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of, static_headers
 from .errors import ClientClosedError, WrongEventLoopError
 from .models import RateLimit
-from .pipeline import Call, Decoder, Env, Reply, Resolver, StreamDecoder, run
+from .pipeline import Call, Decoder, Env, Resolver, StreamDecoder, run
 from .ratelimit import Pacer, parse_rate_limit
 from .redact import redact_url
 from .resources.entries import Entries
@@ -402,10 +402,9 @@ class Client:
         timeout: TimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
         authenticate: bool = True,
-        resolve: Resolver | None = None,
     ) -> Any:
         """Send one logical call through the pipeline and return the decoded JSON."""
-        reply = await self._send(
+        return await self._send(
             method,
             path,
             body,
@@ -414,9 +413,7 @@ class Client:
             timeout=timeout,
             retry=retry,
             authenticate=authenticate,
-            resolve=resolve,
         )
-        return reply.data
 
     async def _send(
         self,
@@ -432,8 +429,14 @@ class Client:
         resolve: Resolver | None = None,
         decode: Decoder | None = None,
         stream_decode: StreamDecoder | None = None,
-    ) -> Reply:
-        """Send one logical call through the pipeline; the data with its response metadata."""
+        reply: bool = False,
+    ) -> Any:
+        """Send one logical call through the pipeline.
+
+        Returns the decoded data, or with ``reply=True`` the ``Reply`` (data and response
+        metadata). ``decode`` replaces the JSON decoder for a 2xx body; ``stream_decode``
+        receives the 2xx response streamed, its body unread (see ``pipeline``).
+        """
         self._check_usable()
         call = Call(
             method=method,
@@ -450,11 +453,13 @@ class Client:
         shared = self._shared
         task = asyncio.current_task()
         if task is None:
-            return await run(shared.env, call)
+            result = await run(shared.env, call)
+            return result if reply else result.data
         active = shared.active
         active[task] = active.get(task, 0) + 1
         try:
-            return await run(shared.env, call)
+            result = await run(shared.env, call)
+            return result if reply else result.data
         except asyncio.CancelledError:
             if shared.closed and task.cancelling():
                 task.uncancel()

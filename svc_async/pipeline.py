@@ -203,12 +203,32 @@ class ResponseMeta:
         return self._rate  # type: ignore[return-value]
 
 
-@attrs.frozen(slots=True)
 class Reply:
-    """A call's decoded data with the metadata of the response that carried it."""
+    """A call's decoded data with the metadata of the response that carried it.
 
-    data: Any
-    meta: ResponseMeta | None
+    ``meta`` is None when no single response carried the data (an ambiguous create
+    settled by a search). A plain slotted class: one is made per call, so it stays cheap.
+    """
+
+    __slots__ = ("_headers", "_meta", "_status", "data")
+
+    def __init__(
+        self, data: Any, status: int | None = None, headers: Mapping[str, str] | None = None
+    ) -> None:
+        self.data = data
+        self._status = status
+        self._headers = headers
+        self._meta: ResponseMeta | None = None
+
+    def __repr__(self) -> str:
+        return f"<Reply status={self._status}>"
+
+    @property
+    def meta(self) -> ResponseMeta | None:
+        """The response's metadata (status, ``Date``, rate limit), made on first use."""
+        if self._meta is None and self._status is not None and self._headers is not None:
+            self._meta = ResponseMeta(self._status, self._headers)
+        return self._meta
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -378,7 +398,7 @@ async def run(env: Env, call: Call) -> Reply:
                         failure = exc
                 if failure is None:
                     env.budget.record_success()
-                    return Reply(data, ResponseMeta(response.status, response.headers))
+                    return Reply(data, response.status, response.headers)
             else:
                 failure = api_error(response, call.method, call.url, env.secrets())
         if isinstance(failure, ResponseDecodeError):
@@ -410,7 +430,7 @@ async def run(env: Env, call: Call) -> Reply:
         assert failure is not None
         if action is Action.RESOLVE:
             assert call.resolve is not None
-            return Reply(await call.resolve(failure, deadline), None)
+            return Reply(await call.resolve(failure, deadline))
         if action is Action.RAISE:
             if decision.rate_limited and response is not None:
                 raise api_error(response, call.method, call.url, env.secrets(), as_rate_limit=True)

@@ -9,7 +9,7 @@ from ..transport import Timeout
 
 if TYPE_CHECKING:
     from ..client import Client
-    from ..pipeline import Reply, Resolver
+    from ..pipeline import Resolver
     from ..retry import RetryPolicy
 
 TimeoutOpt = float | Timeout | None | Literal["default"]
@@ -17,7 +17,11 @@ TimeoutOpt = float | Timeout | None | Literal["default"]
 
 
 class Send(Protocol):
-    """Run one call through the client's pipeline: the data with its response metadata."""
+    """Run one call through the client's pipeline.
+
+    Returns the decoded data, or with ``reply=True`` a ``Reply``: the data with the
+    metadata of the response that carried it.
+    """
 
     def __call__(
         self,
@@ -30,7 +34,8 @@ class Send(Protocol):
         timeout: TimeoutOpt = "default",
         retry: RetryPolicy | None = None,
         resolve: Resolver | None = None,
-    ) -> Awaitable[Reply]: ...
+        reply: bool = False,
+    ) -> Awaitable[Any]: ...
 
 
 class Resource:
@@ -42,20 +47,3 @@ class Resource:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {self._owner!r}>"
-
-    async def _request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        host: Literal["api", "account"] = "api",
-        idempotent: bool,
-        timeout: TimeoutOpt = "default",
-        retry: RetryPolicy | None = None,
-    ) -> Any:
-        """Send and return only the decoded data."""
-        reply = await self._send(
-            method, path, body, host=host, idempotent=idempotent, timeout=timeout, retry=retry
-        )
-        return reply.data

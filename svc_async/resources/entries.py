@@ -77,8 +77,8 @@ class Entries(Resource):
         timeout: TimeoutOpt,
         retry: RetryPolicy | None,
     ) -> builtins.list[Entry]:
-        reply = await self._send("POST", path, body, idempotent=True, timeout=timeout, retry=retry)
-        return parse_entries(reply.data)
+        data = await self._send("POST", path, body, idempotent=True, timeout=timeout, retry=retry)
+        return parse_entries(data)
 
     async def _fetch_path(self, path: str, body: dict[str, Any] | None) -> builtins.list[Entry]:
         return await self._fetch(path, body, "default", None)
@@ -89,7 +89,7 @@ class Entries(Resource):
         """One event's entries with the metadata of their answer (for sync's watermark)."""
         path = EVENT_PATH.format(id=v.positive_id(event_id, "event_id"))
         body = filter_body(updated_after, None)
-        reply = await self._send("POST", path, body, idempotent=True)
+        reply = await self._send("POST", path, body, idempotent=True, reply=True)
         return parse_entries(reply.data), reply.meta
 
     def for_events(

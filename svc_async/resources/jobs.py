@@ -122,7 +122,7 @@ class Jobs(Resource):
                     return existing
         resolve = None if tag is None else self._resolver(tag)
         try:
-            reply = await self._send(
+            data = await self._send(
                 "POST",
                 CREATE_PATH,
                 body,
@@ -135,9 +135,9 @@ class Jobs(Resource):
             if tag is not None:
                 logger.warning("job create cancelled; it may exist: search for tag %s", tag)
             raise
-        if isinstance(reply.data, VerificationJob):
-            return reply.data
-        return structure(reply.data, VerificationJob)
+        if isinstance(data, VerificationJob):
+            return data  # found by its tag after an ambiguous failure
+        return structure(data, VerificationJob)
 
     def _resolver(self, tag: str) -> Resolver:
         """The pipeline's hook for an ambiguous create: search for ``tag`` until the deadline."""
@@ -208,7 +208,7 @@ class Jobs(Resource):
     ) -> VerificationJob:
         """One job in full, with its recording and licence data once processed."""
         path = GET_PATH.format(id=v.positive_id(job_id, "job_id"))
-        data = await self._request("GET", path, idempotent=True, timeout=timeout, retry=retry)
+        data = await self._send("GET", path, idempotent=True, timeout=timeout, retry=retry)
         return structure(data, VerificationJob)
 
     async def search(
@@ -231,7 +231,7 @@ class Jobs(Resource):
         }
         if org_id is not None:
             body["orgId"] = v.positive_id(org_id, "org_id")
-        data = await self._request(
+        data = await self._send(
             "POST", SEARCH_PATH, body, idempotent=True, timeout=timeout, retry=retry
         )
         return structure(data, JobSearchResults)
