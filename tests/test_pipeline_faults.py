@@ -591,3 +591,33 @@ async def test_a_closed_client_does_not_warn() -> None:
         del svc
         gc.collect()
     assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+# The decoder hook: a streamed body handed to a decoder unread (for incremental decoding)
+
+
+async def test_a_stream_decoder_gets_the_2xx_body_unread_and_errors_stay_errors() -> None:
+    from svc_async import NotFoundError
+    from svc_async.transport import StreamResponse
+
+    def handler(request: Request) -> Response:
+        if request.url.path.endswith("/missing"):
+            return json_response({"message": "no such thing"}, status=404)
+        return json_response(list(range(1000)))
+
+    chunks_seen: list[int] = []
+
+    async def decoder(stream: StreamResponse) -> Any:
+        parts = []
+        async for chunk in stream.iter_chunks(512):
+            chunks_seen.append(len(chunk))
+            parts.append(chunk)
+        return orjson.loads(b"".join(parts))
+
+    async with Client("https://v.example", token="t", transport=MockTransport(handler)) as svc:
+        reply = await svc._send("GET", "/big", idempotent=True, stream_decode=decoder, reply=True)
+        assert reply.data == list(range(1000))
+        assert reply.meta is not None and reply.meta.status == 200
+        with pytest.raises(NotFoundError, match="no such thing"):
+            await svc._send("GET", "/missing", idempotent=True, stream_decode=decoder)
+    assert len(chunks_seen) > 1  # it was streamed, not handed over whole
