@@ -20,6 +20,9 @@ from collections.abc import Mapping
 from .models import RateLimit
 from .retry import parse_reset, parse_retry_after
 
+_SHARED_IN_FLIGHT = 2
+"""Calls a pacer lets be in flight at once once it knows the budget is shared."""
+
 _MARGIN = 0.05
 """Seconds added after a reset time, to absorb rounding of the reset header."""
 
@@ -110,6 +113,8 @@ class Pacer:
             self._remaining = max(0, self._limit - self._in_flight)
             self._window_end = math.inf
         if self._remaining > 0:
+            if self._shared and self._in_flight >= _SHARED_IN_FLIGHT:
+                return 0.005  # sharing: few calls in flight, so the answers stay current
             if self._shared and self._window_end != math.inf and now < self._next_slot:
                 return self._next_slot - now
             if self._shared and self._window_end != math.inf:
@@ -196,6 +201,10 @@ class Pacer:
         else:
             if remaining + self._in_flight < self._remaining:
                 self._shared = True
+            if self._shared:
+                # Calls still in flight may not be counted in this answer yet: with
+                # another spender on the budget, assume they are not.
+                remaining = max(0, remaining - self._in_flight)
             self._remaining = min(self._remaining, remaining)
             self._window_end = min(self._window_end, end)
         return rate
