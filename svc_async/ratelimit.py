@@ -20,6 +20,9 @@ from collections.abc import Mapping
 from .models import RateLimit
 from .retry import parse_reset, parse_retry_after
 
+_PROBE_WAIT = 1.0
+"""Longest the first call of a client holds the others while it learns the budget."""
+
 _SHARED_IN_FLIGHT = 2
 """Calls a pacer lets be in flight at once once it knows the budget is shared."""
 
@@ -90,6 +93,8 @@ class Pacer:
         self._next_slot = 0.0
         self._rng = rng or random.Random()
         self._logged_until = 0.0
+        self._answered = False
+        self._probe_started = 0.0
         self.waits = 0
         self.waited = 0.0
 
@@ -104,7 +109,13 @@ class Pacer:
     def _hold(self, now: float) -> float:
         """Seconds the next call must wait (0: it may go now, and it is counted)."""
         if self._remaining is None:
-            return 0.0
+            if self._answered or self._in_flight == 0 or now - self._probe_started > _PROBE_WAIT:
+                if self._in_flight == 0:
+                    self._probe_started = now
+                return 0.0
+            # Nothing known yet: let the first call learn the budget before a burst (a
+            # client joining a budget someone else drained would draw a 429 per call).
+            return 0.005
         if now >= self._window_end:
             if self._limit is None:
                 self._remaining = None  # no budget known: assume nothing
@@ -173,6 +184,8 @@ class Pacer:
     ) -> RateLimit | None:
         """Count the call as done and learn from its headers (None: no response came)."""
         self._in_flight -= 1
+        if headers is not None:
+            self._answered = True
         rate = parse_rate_limit(headers) if headers is not None else None
         if status == 429:
             self._shared = True  # our own count said there was budget: someone else spent it
@@ -203,8 +216,9 @@ class Pacer:
                 self._shared = True
             if self._shared:
                 # Calls still in flight may not be counted in this answer yet: with
-                # another spender on the budget, assume they are not.
-                remaining = max(0, remaining - self._in_flight)
+                # another spender on the budget, assume they are not, and leave the
+                # last call of the window to whoever else may be racing for it.
+                remaining = max(0, remaining - self._in_flight - 1)
             self._remaining = min(self._remaining, remaining)
             self._window_end = min(self._window_end, end)
         return rate

@@ -213,7 +213,6 @@ async def test_two_clients_sharing_one_budget_fail_no_call() -> None:
         ):
             await asyncio.gather(worker(a, 120), worker(b, 120))
         assert failures == []
-        print("429s:", fake.rate_limited)
         assert fake.rate_limited < 240 * 0.05, fake.rate_limited
 
 
@@ -264,7 +263,6 @@ async def test_two_processes_sharing_one_budget_fail_no_call() -> None:
         outs = [await asyncio.wait_for(p.communicate(), 90) for p in procs]
         assert [p.returncode for p in procs] == [0, 0]
         assert [int(out.strip()) for out, _ in outs] == [0, 0]
-        print("429s:", fake.rate_limited)
         assert fake.rate_limited < 240 * 0.05, fake.rate_limited
 
 
