@@ -207,7 +207,7 @@ async def test_a_failing_search_never_leads_to_a_second_post() -> None:
             await svc.jobs.create(example_request())
     assert service.creates == 1
     assert len(service.jobs) == 1
-    assert service.searches >= POLICY.max_attempts
+    assert service.searches >= 2  # it kept looking until the deadline
     assert info.value.tag in service.jobs[0]["tags"]
 
 
