@@ -239,7 +239,7 @@ def _limit(timeout: float | None, policy: PollPolicy) -> float | None:
 
 
 def _receiver(jobs: Jobs) -> WebhookReceiver | None:
-    receiver = getattr(jobs._client, "webhooks", None)
+    receiver = getattr(jobs, "webhooks", None)
     return receiver if isinstance(receiver, WebhookReceiver) else None
 
 

@@ -8,6 +8,7 @@ function instead of the network, for tests.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -182,6 +183,7 @@ class AiohttpTransport:
         self._ssl = ssl
         self.max_body_size = max_body_size
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: dict[Timeout | None, aiohttp.ClientTimeout] = {}
 
     def __repr__(self) -> str:
@@ -190,7 +192,14 @@ class AiohttpTransport:
     def _get_session(self) -> aiohttp.ClientSession:
         if self._closed:
             raise TransportError("transport is closed")
+        loop = self._loop
+        if self._session is not None and self._owns_session and loop and loop.is_closed():
+            # Used again after its event loop ended (a second asyncio.run()): the old
+            # session's connections died with that loop; start fresh in this one.
+            _abandon(self._session)
+            self._session = None
         if self._session is None:
+            self._loop = asyncio.get_running_loop()
             connector = aiohttp.TCPConnector(
                 limit=self._limit,
                 limit_per_host=self._limit_per_host,
@@ -274,8 +283,34 @@ class AiohttpTransport:
         """Close the session if this transport created it."""
         self._closed = True
         if self._session is not None and self._owns_session:
-            await self._session.close()
+            if self._loop is not None and self._loop.is_closed():
+                _abandon(self._session)  # its loop is gone: close the sockets directly
+            else:
+                await self._session.close()
         self._session = None
+
+
+def _abandon(session: aiohttp.ClientSession) -> None:
+    """Drop a session whose loop is closed: close its sockets without that loop."""
+    connector = session.connector
+    conns = getattr(connector, "_conns", None)
+    if isinstance(conns, dict):
+        for entries in conns.values():
+            for protocol, _ in entries:
+                transport = getattr(protocol, "transport", None)
+                sock = getattr(transport, "_sock", None)  # asyncio's selector transport
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.close()
+                    # Without its loop the transport cannot close itself; mark it closed.
+                    transport._sock = None  # type: ignore[union-attr]
+        conns.clear()
+    # Mark both closed so neither warns "Unclosed" when collected.
+    with contextlib.suppress(Exception):
+        session._connector = None
+    with contextlib.suppress(Exception):
+        if connector is not None:
+            connector._closed = True
 
 
 def _wrap_error(exc: BaseException, request: Request) -> TransportError:

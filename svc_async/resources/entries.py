@@ -15,6 +15,7 @@ from ._base import Resource, TimeoutOpt
 
 if TYPE_CHECKING:  # bulk and sync load on first use, to keep `import svc_async` light
     from ..bulk import EntryBatch, Progress
+    from ..pipeline import ResponseMeta
     from ..sync import SyncResult, SyncState
 
 EVENT_PATH = "/api/public/v1/event/{id}/entries"
@@ -76,10 +77,20 @@ class Entries(Resource):
         timeout: TimeoutOpt,
         retry: RetryPolicy | None,
     ) -> builtins.list[Entry]:
-        data = await self._client._call(
-            "POST", path, body, idempotent=True, timeout=timeout, retry=retry
-        )
+        data = await self._send("POST", path, body, idempotent=True, timeout=timeout, retry=retry)
         return parse_entries(data)
+
+    async def _fetch_path(self, path: str, body: dict[str, Any] | None) -> builtins.list[Entry]:
+        return await self._fetch(path, body, "default", None)
+
+    async def _fetch_event(
+        self, event_id: int, updated_after: dt.datetime | None
+    ) -> tuple[builtins.list[Entry], ResponseMeta | None]:
+        """One event's entries with the metadata of their answer (for sync's watermark)."""
+        path = EVENT_PATH.format(id=v.positive_id(event_id, "event_id"))
+        body = filter_body(updated_after, None)
+        reply = await self._send("POST", path, body, idempotent=True, reply=True)
+        return parse_entries(reply.data), reply.meta
 
     def for_events(
         self,
@@ -104,7 +115,7 @@ class Entries(Resource):
         from ..bulk import entry_batches
 
         return entry_batches(
-            self,
+            self._fetch_path,
             "event",
             event_ids,
             concurrency=concurrency,
@@ -128,7 +139,7 @@ class Entries(Resource):
         from ..bulk import entry_batches
 
         return entry_batches(
-            self,
+            self._fetch_path,
             "season",
             season_ids,
             concurrency=concurrency,
@@ -156,5 +167,9 @@ class Entries(Resource):
         from ..sync import DEFAULT_MARGIN, sync_entries
 
         return await sync_entries(
-            self, event_ids, state, concurrency=concurrency, margin=margin or DEFAULT_MARGIN
+            self._fetch_event,
+            event_ids,
+            state,
+            concurrency=concurrency,
+            margin=margin or DEFAULT_MARGIN,
         )
