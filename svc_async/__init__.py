@@ -1,5 +1,6 @@
 """svc_async: the asyncio SDK for the Licence Verification Service."""
 
+import logging as _logging
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
@@ -89,6 +90,10 @@ from .transport import (
     Transport,
     json_response,
 )
+
+# A library leaves output to the application: without this, Python's last-resort
+# handler would print the SDK's warnings to stderr of programs that configured nothing.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 if TYPE_CHECKING:
     from .bulk import EntryBatch
