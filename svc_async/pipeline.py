@@ -140,7 +140,8 @@ def decide(
     an oversized body or a status outside ``policy.statuses`` raises; a failure that
     may have been processed by a call unsafe to repeat is resolved (when a resolver
     exists) or raised; a server wait above ``policy.max_server_wait`` raises as a rate
-    limit; a 429 retries until the deadline whatever the attempt count; anything else
+    limit; a 429 retries until the deadline whatever the attempt count (unless the
+    policy turns retries off with ``max_attempts=1``); anything else
     retries while attempts, deadline and retry budget allow.
     """
     status, failure = outcome.status, outcome.failure
@@ -159,7 +160,7 @@ def decide(
     wait = outcome.server_wait if outcome.server_wait is not None else backoff
     if outcome.server_wait is not None and outcome.server_wait > policy.max_server_wait:
         return Decision(Action.RAISE, reason="server wait too long", rate_limited=True)
-    if status != 429 and attempt >= policy.max_attempts:
+    if attempt >= policy.max_attempts and (status != 429 or policy.max_attempts == 1):
         return Decision(Action.RAISE, reason="attempts spent")
     if deadline is not None and now + wait >= deadline:
         return Decision(Action.RAISE, reason="deadline", rate_limited=status == 429)

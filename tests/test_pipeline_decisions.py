@@ -293,3 +293,9 @@ def test_outcome_marks_only_refusals_unprocessed() -> None:
     assert not outcome_of(None, RequestTimeout("x"), {}).unprocessed
     assert not outcome_of(500, _api(500), {}).unprocessed
     assert not outcome_of(200, ResponseDecodeError("x"), {}).unprocessed
+
+
+def test_a_429_is_not_retried_when_the_policy_turns_retries_off() -> None:
+    off = RetryPolicy(max_attempts=1, timeout=10.0)
+    assert _decide(429, _api(429), policy=off).action is Action.RAISE
+    assert _decide(429, _api(429), attempt=5).action is Action.RETRY
