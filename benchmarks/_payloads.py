@@ -47,3 +47,29 @@ def entries_json(count: int, songs_per_entry: int = 5) -> bytes:
     import orjson
 
     return orjson.dumps(entries(count, songs_per_entry))
+
+
+def live_entries(count: int, songs_per_entry: int = 5) -> list[dict[str, Any]]:
+    """The same entries in today's shapes (TYPES.md): every key present, 13 checks,
+    numeric ``svcMixId``, ``md5Hash``, and one song in five not yet checked (null licence
+    data and checks) or with a manual status object."""
+    out = entries(count, songs_per_entry)
+    for i, entry in enumerate(out):
+        recording = entry["soundRecording"]
+        recording["md5Hash"] = f"{i:032x}"
+        for j, song in enumerate(recording["songs"]):
+            song["svcMixId"] = 100000 + i * songs_per_entry + j
+            checks = song["licenseChecks"]
+            checks.setdefault("Publishing Arrangement Rights", "Accepted")
+            if (i + j) % 5 == 0:
+                song["licenseData"] = song["licenseChecks"] = None
+            elif (i + j) % 5 == 1:
+                song["manualStatus"] = {"status": "Manually Approved", "details": "checked"}
+    return out
+
+
+def live_entries_json(count: int, songs_per_entry: int = 5) -> bytes:
+    """``live_entries`` as JSON bytes."""
+    import orjson
+
+    return orjson.dumps(live_entries(count, songs_per_entry))

@@ -9,6 +9,9 @@ examples (``_payloads.entries_json``). Every candidate parses the same bytes ful
 * ``pydantic`` ``TypeAdapter(list[Entry]).validate_json(body)`` (``peers/pydantic_models``)
 
 Ratios are medians against the orjson median of the same size, interleaved round-robin.
+At 1,000 entries the SDK also decodes the same entries in today's shapes
+(``_payloads.live_entries``: every key present, 13 checks, numeric ``svcMixId``, null
+licence data, manual-status objects), which the peers' models do not accept.
 The collector is on while timing (production conditions; the SDK pauses it inside
 ``structure`` itself); at 1,000 entries a second pass with it paused for every candidate
 gives the pure-CPU ratios, and a third without the ``gc.collect()`` between samples
@@ -145,6 +148,22 @@ def main() -> None:
         summary.append(
             h.figure(f"orjson.loads @{count}", floor * 1000, unit="ms (floor, absolute)")
         )
+    live = _payloads.live_entries_json(TARGET_SIZE, SONGS)
+    live_cases = {
+        "orjson": h.timed(lambda: orjson.loads(live), 3),
+        "sdk": h.timed(lambda: structure(orjson.loads(live), list[Entry]), 3),
+    }
+    live_stats = h.compare(live_cases, repeats=7, warmup=1)
+    live_ratio = h.ratio(live_stats["sdk"].median, live_stats["orjson"].median)
+    summary.append(h.figure(f"sdk / orjson @{TARGET_SIZE} (live shapes)", live_ratio))
+    sizes.append(
+        {
+            "entries": TARGET_SIZE,
+            "shapes": "live",
+            "ratio_to_orjson": {"sdk": live_ratio},
+            "timings": {n: s.as_dict() for n, s in live_stats.items()},
+        }
+    )
     profile = profile_sdk(_payloads.entries_json(TARGET_SIZE, SONGS))
     h.write_result(
         "decode",

@@ -94,7 +94,7 @@ class Service:
         start = self.loop.time()
         self.jobs[job_id] = (start, duration, tags or [])
         if self.receiver is not None:
-            update = JobStatusUpdate(job_id=job_id, status="Completed")
+            update = JobStatusUpdate(job_id=job_id, status="Processed")
             self.loop.call_at(start + duration + WEBHOOK_LATENCY, self.receiver.dispatch, update)
 
     def finish_at(self, job_id: int) -> float:
@@ -104,7 +104,7 @@ class Service:
     def render(self, job_id: int) -> dict[str, Any]:
         start, duration, tags = self.jobs[job_id]
         elapsed = self.loop.time() - start
-        status = "Completed" if elapsed >= duration else ("Created", "Matching")[elapsed > 1]
+        status = "Processed" if elapsed >= duration else ("Created", "Matching")[elapsed > 1]
         return {"id": job_id, "organisationId": 1, "status": status, "tags": tags}
 
     def handler(self, request: Request) -> Response:
@@ -120,7 +120,7 @@ class Service:
                 and (not body["statuses"] or j["status"] in body["statuses"])
             ]
             page = hits[body["offset"] : body["offset"] + body["limit"]]
-            return json_response({"jobs": page, "count": len(hits)})
+            return json_response({"results": page, "count": len(hits)})
         job_id = int(path.rsplit("/", 1)[1])
         self.gets[job_id] += 1
         return json_response(self.render(job_id))
@@ -213,10 +213,10 @@ def main() -> None:
         "benchmark": "polling",
         "python": platform.python_version(),
         "policy": {
-            "initial": policy.initial,
-            "multiplier": policy.multiplier,
-            "max_interval": policy.max_interval,
-            "jitter": policy.jitter,
+            "wait_initial": policy.wait_initial,
+            "wait_exp_base": policy.wait_exp_base,
+            "wait_max": policy.wait_max,
+            "wait_jitter": policy.wait_jitter,
             "webhook_factor": policy.webhook_factor,
         },
         "webhook_latency_s": WEBHOOK_LATENCY,

@@ -1,5 +1,6 @@
 """svc_async: the asyncio SDK for the Licence Verification Service."""
 
+import logging as _logging
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
@@ -33,23 +34,41 @@ from .errors import (
     WrongEventLoopError,
 )
 from .models import (
+    CURRENT_JOB_STATUSES,
+    FINISHED_CURRENT_JOB_STATUSES,
+    FINISHED_JOB_STATUSES,
+    LEGACY_JOB_STATUSES,
+    BespokeAgreement,
+    BespokeRightsholder,
     CheckResult,
+    Composer,
     Entry,
     EntryField,
     Event,
     ExternalLicense,
     ExternalLicenseFile,
+    GrantType,
     JobRequest,
     JobSearchResults,
     JobStatus,
+    JobType,
     LicenseChecks,
     LicenseData,
     LicenseDetails,
+    LicensedUses,
     LicenseRight,
     LicenseSource,
     LicenseStatus,
     Logo,
+    ManualStatus,
+    ManualStatusValue,
     Organisation,
+    OutputFile,
+    OutputFileOperation,
+    OutputFileRequest,
+    OutputFileStatus,
+    OutputFileType,
+    PublicDomainProof,
     RateLimit,
     RecordingStatus,
     Season,
@@ -72,13 +91,19 @@ from .transport import (
     json_response,
 )
 
+# A library leaves output to the application: without this, Python's last-resort
+# handler would print the SDK's warnings to stderr of programs that configured nothing.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
+
 if TYPE_CHECKING:
     from .bulk import EntryBatch
+    from .converter import to_dict
     from .polling import PollPolicy
     from .sync import EventCursor, SyncResult, SyncState
     from .webhooks import JobStatusUpdate, WebhookPayloadError, WebhookReceiver
 
 _LAZY = {
+    "to_dict": "converter",
     "EntryBatch": "bulk",
     "PollPolicy": "polling",
     "EventCursor": "sync",
@@ -91,7 +116,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """Load the poller, bulk, sync and webhook names on first use (import time)."""
+    """Load the poller, bulk, sync, webhook and converter names on first use (import time)."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'svc_async' has no attribute {name!r}")
@@ -103,6 +128,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CURRENT_JOB_STATUSES",
+    "FINISHED_CURRENT_JOB_STATUSES",
+    "FINISHED_JOB_STATUSES",
+    "LEGACY_JOB_STATUSES",
     "APIError",
     "AiohttpTransport",
     "AmbiguousCreateError",
@@ -111,9 +140,12 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "BearerAuth",
+    "BespokeAgreement",
+    "BespokeRightsholder",
     "CheckResult",
     "Client",
     "ClientClosedError",
+    "Composer",
     "ConflictError",
     "ConnectError",
     "ConnectTimeout",
@@ -125,11 +157,13 @@ __all__ = [
     "EventCursor",
     "ExternalLicense",
     "ExternalLicenseFile",
+    "GrantType",
     "HeaderAuth",
     "JobRequest",
     "JobSearchResults",
     "JobStatus",
     "JobStatusUpdate",
+    "JobType",
     "JobWaitTimeout",
     "LicenseChecks",
     "LicenseData",
@@ -137,13 +171,22 @@ __all__ = [
     "LicenseRight",
     "LicenseSource",
     "LicenseStatus",
+    "LicensedUses",
     "Logo",
+    "ManualStatus",
+    "ManualStatusValue",
     "MockTransport",
     "NotFoundError",
     "Organisation",
+    "OutputFile",
+    "OutputFileOperation",
+    "OutputFileRequest",
+    "OutputFileStatus",
+    "OutputFileType",
     "Pacer",
     "PermissionDeniedError",
     "PollPolicy",
+    "PublicDomainProof",
     "RateLimit",
     "RateLimitError",
     "RecordingStatus",
@@ -178,4 +221,5 @@ __all__ = [
     "WrongEventLoopError",
     "__version__",
     "json_response",
+    "to_dict",
 ]

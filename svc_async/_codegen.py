@@ -1,39 +1,137 @@
-"""Generated structure functions for the fast pass of the converter.
+"""Leaf rules, and the generated structure functions of the converter's fast pass.
 
-cattrs' generated functions call one hook per attribute. For the leaf types that make up
-most of a large answer (strings, numbers, booleans, timestamps, open enums) this module
-inlines the check instead, so structuring a song is one function call rather than
-twenty. Anything else still goes through the converter's own hook. Errors here are
-terse on purpose: on any failure the converter re-runs its precise pass, which names
-the JSON path.
+Every leaf rule (what a JSON string, number, boolean, timestamp or open-enum value must
+look like, and what it becomes) is written once here, as a few lines of Python source.
+The fast pass inlines those lines into one generated function per model, so structuring
+a song is one call rather than twenty; the precise pass compiles the same lines into a
+cattrs hook (``leaf_hook``), so both passes accept exactly the same values. Generated
+source is registered in ``linecache``: a traceback through it shows the code.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import linecache
+import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 
-class FastPathError(ValueError):
-    """The fast pass met something it does not accept; the precise pass will say what."""
+class LeafError(ValueError):
+    """A leaf value of the wrong type; ``where`` is a path suffix below the current key."""
+
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
 
 
-def _bad(*_: Any) -> Any:
-    raise FastPathError
+def describe(value: Any) -> str:
+    """A short, safe description of a bad value for an error message."""
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
 
 
-_MISSING = object()
-_UTC = dt.UTC
-_fromisoformat = dt.datetime.fromisoformat
+def _fail(what: str, value: Any) -> Any:
+    raise LeafError(f"expected {what}, got {describe(value)}")
 
 
-def _optional_of(tp: Any) -> tuple[Any, bool]:
+def _integral(value: Any) -> int:
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return _fail("an integer", value)  # type: ignore[no-any-return]
+
+
+def _bad_timestamp(value: str) -> Any:
+    raise LeafError(f"invalid timestamp {value[:40]!r}")
+
+
+def _date(value: Any) -> dt.date:
+    if type(value) is str:
+        try:
+            return dt.date.fromisoformat(value[:10])
+        except ValueError:
+            pass
+    return _fail("a YYYY-MM-DD date", value)  # type: ignore[no-any-return]
+
+
+_ONLY_STR = {str}
+NO_KEYS_MAP: Mapping[str, Any] = MappingProxyType({})
+
+
+def _str_list(value: Any) -> list[str]:
+    if type(value) is not list:
+        return _fail("an array of strings", value)  # type: ignore[no-any-return]
+    if value and set(map(type, value)) != _ONLY_STR:  # one C-speed pass over the items
+        index = next(i for i, item in enumerate(value) if type(item) is not str)
+        raise LeafError(f"expected a string, got {describe(value[index])}", f"[{index}]")
+    return value
+
+
+def _str_or_str_list(value: Any) -> str | list[str]:
+    if type(value) is list:
+        return _str_list(value)
+    return _fail("a string or an array of strings", value)  # type: ignore[no-any-return]
+
+
+def _enum_map(members: dict[str, StrEnum]) -> Callable[[Any], dict[str, Any]]:
+    lookup = members.get
+
+    def convert(value: Any) -> dict[str, Any]:
+        if type(value) is not dict:
+            return _fail("an object", value)  # type: ignore[no-any-return]
+        if value and set(map(type, value.values())) != _ONLY_STR:
+            key = next(k for k, item in value.items() if type(item) is not str)
+            raise LeafError(f"expected a string, got {describe(value[key])}", f".{key}")
+        return {key: lookup(item, item) for key, item in value.items()}
+
+    return convert
+
+
+_SCOPE: dict[str, Any] = {
+    "_fail": _fail,
+    "_integral": _integral,
+    "_bad_timestamp": _bad_timestamp,
+    "_date": _date,
+    "_str_list": _str_list,
+    "_str_or_str_list": _str_or_str_list,
+    "_fromisoformat": dt.datetime.fromisoformat,
+    "_UTC": dt.UTC,
+}
+"""Names the leaf rules' source may use."""
+
+_RULES: dict[Any, str] = {
+    str: "if type(v) is not str: _fail('a string', v)",
+    bool: "if type(v) is not bool: _fail('a boolean', v)",
+    int: "if type(v) is not int: v = _integral(v)",
+    # A float field keeps an integer as it came (12 stays 12): equal, and round-trips.
+    float: "if type(v) is not float and type(v) is not int: _fail('a number', v)",
+    int | str: "if type(v) is not int and type(v) is not str: _fail('a number or a string', v)",
+    dt.datetime: (
+        "if type(v) is not str: _fail('an ISO 8601 timestamp string', v)\n"
+        "try:\n"
+        "    v = _fromisoformat(v)\n"
+        "except ValueError:\n"
+        "    _bad_timestamp(v)\n"
+        "if v.tzinfo is None: v = v.replace(tzinfo=_UTC)"  # the service means UTC
+    ),
+    dt.date: "v = _date(v)",
+    list[str]: "v = _str_list(v)",
+    list[Any]: "if type(v) is not list: _fail('an array', v)",
+    dict[str, Any]: "if type(v) is not dict: _fail('an object', v)",
+    str | list[str]: "if type(v) is not str: v = _str_or_str_list(v)",
+}
+"""One statement of each leaf rule: source that checks ``v`` and may replace it."""
+
+
+def optional_of(tp: Any) -> tuple[Any, bool]:
+    """``(inner, True)`` for ``X | None``, else ``(tp, False)``."""
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         if type(None) in args:
@@ -43,7 +141,8 @@ def _optional_of(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
-def _open_enum(tp: Any) -> type[StrEnum] | None:
+def open_enum_of(tp: Any) -> type[StrEnum] | None:
+    """The enum of an open-enum type ``SomeEnum | str``, else None."""
     if typing.get_origin(tp) not in (typing.Union, types.UnionType):
         return None
     args = typing.get_args(tp)
@@ -51,56 +150,157 @@ def _open_enum(tp: Any) -> type[StrEnum] | None:
     return enums[0] if len(args) == 2 and str in args and enums else None
 
 
-def _check(
-    var: str, tp: Any, optional: bool, names: dict[str, Any], hook: Callable[[Any], Any]
-) -> list[str]:
-    """Lines that validate (and convert) ``var`` in place."""
-    none_ok = f"{var} is not None and " if optional else ""
-    if tp is str:
-        return [f"if {none_ok}type({var}) is not str: _bad()"]
-    if tp is bool:
-        return [f"if {none_ok}type({var}) is not bool: _bad()"]
-    if tp is int:
-        return [f"if {none_ok}type({var}) is not int: {var} = _int({var})"]
-    if tp is float:
-        return [f"if {none_ok}type({var}) is not float: {var} = _float({var})"]
-    if tp is dt.datetime:
-        body = [
-            f"{var} = _fromisoformat({var}) if type({var}) is str else _bad()",
-            f"if {var}.tzinfo is None: {var} = {var}.replace(tzinfo=_UTC)",
-        ]
-        if optional:
-            return [f"if {var} is not None:", *("    " + line for line in body)]
-        return body
-    enum = _open_enum(tp)
-    if enum is not None:
-        lookup = f"_members_{enum.__name__}"
-        names[lookup] = {m.value: m for m in enum}
-        body = [
-            f"if type({var}) is not str: _bad()",
-            f"if {var} in {lookup}: {var} = {lookup}[{var}]",
-        ]
-        if optional:
-            return [f"if {var} is not None:", *("    " + line for line in body)]
-        return body
-    full = typing.Optional[tp] if optional else tp  # noqa: UP045
-    name = f"_h_{len(names)}"
-    type_name = f"_t_{len(names)}"
-    names[name] = hook(full)
-    names[type_name] = full
-    return [f"{var} = {name}({var}, {type_name})"]
+def _enum_map_of(tp: Any) -> type[StrEnum] | None:
+    if typing.get_origin(tp) is dict:
+        key, value = typing.get_args(tp)
+        return open_enum_of(value) if key is str else None
+    return None
 
 
-def _int(value: Any) -> int:
-    if type(value) is float and value.is_integer():
-        return int(value)
-    raise FastPathError
+def leaf_source(tp: Any, scope: dict[str, Any]) -> list[str] | None:
+    """The lines checking ``v`` against the leaf rule of ``tp`` (None if not a leaf).
+
+    ``X | None`` lets None through; names the lines need are added to ``scope``.
+    """
+    inner, optional = optional_of(tp)
+    source = _RULES.get(inner)
+    if source is None:
+        enum = open_enum_of(inner)
+        mapped = _enum_map_of(inner)
+        if enum is not None:
+            name = f"_members_{enum.__name__}"
+            scope[name] = {member.value: member for member in enum}
+            source = (
+                f"if type(v) is not str: _fail('a string ({enum.__name__})', v)\n"
+                f"if v in {name}: v = {name}[v]"
+            )
+        elif mapped is not None:
+            name = f"_map_{mapped.__name__}"
+            scope[name] = _enum_map({member.value: member for member in mapped})
+            source = f"v = {name}(v)"
+        else:
+            return None
+    lines = source.split("\n")
+    if optional and len(lines) == 1 and lines[0].startswith("if "):
+        return [f"if v is not None and {lines[0][3:]}"]
+    if optional:
+        return ["if v is not None:", *("    " + line for line in lines)]
+    return lines
 
 
-def _float(value: Any) -> float:
-    if type(value) is int:
-        return float(value)
-    raise FastPathError
+def is_leaf(tp: Any) -> bool:
+    """True when ``tp`` has a leaf rule."""
+    return leaf_source(tp, {}) is not None
+
+
+_serial = itertools.count()
+
+
+def _compile(source: str, label: str, scope: dict[str, Any]) -> Any:
+    """Compile and run generated ``source``; register it so tracebacks show it."""
+    filename = f"<svc_async {label} #{next(_serial)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), scope)
+    return scope["structure"]
+
+
+def leaf_hook(tp: Any) -> Callable[[Any, Any], Any]:
+    """A cattrs structure hook applying the leaf rule of ``tp`` (for the precise pass)."""
+    scope = dict(_SCOPE)
+    lines = leaf_source(tp, scope)
+    if lines is None:
+        raise TypeError(f"no leaf rule for {tp!r}")
+    source = "\n".join(
+        ["def structure(v, _=None):", *("    " + line for line in lines), "    return v"]
+    )
+    return _compile(source, f"leaf {tp}", scope)  # type: ignore[no-any-return]
+
+
+def _inline(var: str, lines: list[str], indent: str) -> list[str]:
+    """The rule's lines applied to ``var`` (the rules name their value ``v``)."""
+    return [indent + _V.sub(var, line) for line in lines]
+
+
+_V = re.compile(r"\bv\b")
+
+
+NO_KEYS: frozenset[str] = frozenset()
+
+
+class Extra(dict[str, Any]):
+    """A model's unknown JSON keys (read-only), and the optional keys its document lacked.
+
+    ``absent`` lets ``to_dict`` give back a document without the keys it did not have
+    (a missing key and a null one stay different). Equality is the mapping's alone.
+    """
+
+    __slots__ = ("absent",)
+
+    def __init__(self, items: Mapping[str, Any] = NO_KEYS_MAP, absent: frozenset[str] = NO_KEYS):
+        super().__init__(items)
+        self.absent = absent
+
+    def _read_only(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("a model's extra is read-only")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only
+    __ior__ = _read_only
+
+    def __reduce__(self) -> Any:
+        return (Extra, (dict(self), self.absent))
+
+    def __repr__(self) -> str:
+        return f"Extra({dict.__repr__(self)})"
+
+
+NO_EXTRA = Extra()
+"""The one shared ``extra`` of every object with no unknown and no absent keys."""
+
+
+@attrs.frozen
+class Layout:
+    """How a model maps to JSON: each field's key, and which keys may be absent."""
+
+    cls: type
+    keys: dict[str, str]
+    """Attribute name -> JSON key, for the fields read from JSON."""
+    optional_keys: tuple[str, ...]
+    """JSON keys of the fields with a default (a document may leave them out)."""
+    known: frozenset[str]
+    keeps_extra: bool
+    """The model has ``extra`` (and a record of absent keys): response models do."""
+    defaults: dict[str, tuple[str, Any]]
+    """JSON key of each field with a default -> (attribute name, default value)."""
+
+    def extra(self, o: dict[str, Any], absent: frozenset[str]) -> Extra:
+        """The keys of ``o`` this model does not know, with the ``absent`` record."""
+        known = self.known
+        unknown = {k: x for k, x in o.items() if k not in known}
+        return Extra(unknown, absent) if unknown or absent else NO_EXTRA
+
+    def absent(self, o: dict[str, Any]) -> frozenset[str]:
+        """The optional keys ``o`` lacks."""
+        return frozenset(k for k in self.optional_keys if k not in o) or NO_KEYS
+
+
+EXTRA = "extra"
+
+
+def layout(cls: type, json_key: Callable[[attrs.Attribute[Any]], str]) -> Layout:
+    """The JSON layout of the attrs class ``cls``."""
+    fields = [f for f in attrs.fields(cls) if f.name != EXTRA]
+    keys = {f.name: json_key(f) for f in fields}
+    optional = tuple(keys[f.name] for f in fields if f.default is not attrs.NOTHING)
+    names = {f.name for f in attrs.fields(cls)}
+    defaults = {
+        keys[f.name]: (
+            f.name,
+            f.default.factory() if isinstance(f.default, attrs.Factory) else f.default,  # type: ignore[arg-type]
+        )
+        for f in fields
+        if f.default is not attrs.NOTHING
+    }
+    return Layout(cls, keys, optional, frozenset(keys.values()), EXTRA in names, defaults)
 
 
 def _construct(cls: type, arguments: list[str], names: dict[str, Any]) -> list[str]:
@@ -128,95 +328,106 @@ def _construct(cls: type, arguments: list[str], names: dict[str, Any]) -> list[s
     return [*lines, "    return obj"]
 
 
-def make_structure_fn(
-    cls: type, json_name: Callable[[str], str], hook: Callable[[Any], Any]
-) -> Callable[[Any, Any], Any]:
-    """A structure function for the attrs class ``cls`` with leaf checks inlined.
+def _hook_source(
+    tp: Any, index: int, names: dict[str, Any], hook: Callable[[Any], Any]
+) -> list[str]:
+    """Lines structuring ``v`` of a non-leaf type through the converter's hooks.
 
-    ``json_name`` maps attribute names to JSON keys; ``hook(type)`` gives the converter's
-    structure hook for every type this module does not inline.
+    Models, optional models, lists of models and ``Model | str`` call the model's own
+    structure function directly (one call per object, not two).
     """
+    inner, optional = optional_of(tp)
+    h, t = f"_h{index}", f"_t{index}"
+    args = typing.get_args(inner)
+    if attrs.has(inner):
+        names[h], names[t] = hook(inner), inner
+        call = [f"v = {h}(v, {t})"]
+        return [f"if v is not None: v = {h}(v, {t})"] if optional else call
+    if typing.get_origin(inner) is list and len(args) == 1 and attrs.has(args[0]):
+        names[h], names[t] = hook(args[0]), args[0]
+        line = f"v = [{h}(x, {t}) for x in v] if type(v) is list else _fail('an array', v)"
+        return [f"if v is not None: {line}"] if optional else [line]
+    models = [a for a in args if attrs.has(a)]
+    if len(args) == 2 and str in args and len(models) == 1:
+        names[h], names[t] = hook(models[0]), models[0]
+        none = "v is not None and " if optional else ""
+        return [
+            f"if type(v) is dict: v = {h}(v, {t})",
+            f"elif {none}type(v) is not str: _fail('an object or a string', v)",
+        ]
+    names[h], names[t] = hook(tp), tp
+    return [f"v = {h}(v, {t})"]
+
+
+def make_structure_fn(spec: Layout, hook: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    """The fast structure function for ``spec.cls``: leaf rules inlined.
+
+    ``hook(type)`` gives the converter's structure hook for every type without a leaf
+    rule (models, lists of models). Unknown keys go to ``extra`` and the optional keys a
+    document lacks are recorded, both only computed when a key count says they exist.
+    """
+    cls = spec.cls
     hints = typing.get_type_hints(cls)
+    by_mask: dict[int, Extra] = {}
+
+    def empty_for(mask: int) -> Extra:
+        # Few combinations of absent keys occur: one shared, empty Extra for each (bounded).
+        keys = frozenset(k for i, k in enumerate(spec.optional_keys) if mask >> i & 1)
+        extra = Extra(NO_KEYS_MAP, keys)
+        if len(by_mask) < 256:
+            by_mask[mask] = extra
+        return extra
+
     names: dict[str, Any] = {
-        "_bad": _bad,
-        "_MISSING": _MISSING,
-        "_UTC": _UTC,
-        "_fromisoformat": _fromisoformat,
-        "_int": _int,
-        "_float": _float,
+        **_SCOPE,
         "_cls": cls,
+        "_extra": spec.extra,
+        "_by_mask": by_mask,
+        "_empty_for": empty_for,
+        "_NO_EXTRA": NO_EXTRA,
+        "_NO_KEYS": NO_KEYS,
     }
-    lines = ["def structure(o, _=None):", "    if type(o) is not dict: _bad()"]
+    lines = ["def structure(o, _=None):", "    if type(o) is not dict: _fail('an object', o)"]
+    if spec.keeps_extra:
+        lines.append("    missing = 0")
     arguments = []
-    for index, field in enumerate(attrs.fields(cls)):
+    fields = {f.name: f for f in attrs.fields(cls)}
+    bit = 1
+    for index, (name, key) in enumerate(spec.keys.items()):
         var = f"v{index}"
-        key = json_name(field.name)
-        tp, optional = _optional_of(hints[field.name])
-        check = _check(var, tp, optional, names, hook)
+        field = fields[name]
+        tp = hints[name]
+        check = leaf_source(tp, names) or _hook_source(tp, index, names, hook)
         default = field.default
         if default is attrs.NOTHING:
             lines.append(f"    {var} = o[{key!r}]")
-            lines += ["    " + line for line in check]
-        elif default is None and optional:
-            lines.append(f"    {var} = o[{key!r}] if {key!r} in o else None")
-            lines += ["    " + line for line in check]
+            lines += _inline(var, check, "    ")
         else:
-            lines.append(f"    if {key!r} not in o:")
+            lines.append(f"    if {key!r} in o:")
+            lines.append(f"        {var} = o[{key!r}]")
+            lines += _inline(var, check, "        ")
+            lines.append("    else:")
             if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
                 names[f"_d{index}"] = default.factory
                 lines.append(f"        {var} = _d{index}()")
             else:
                 names[f"_d{index}"] = default
                 lines.append(f"        {var} = _d{index}")
-            lines.append("    else:")
-            lines.append(f"        {var} = o[{key!r}]")
-            lines += ["        " + line for line in check]
-        arguments.append(f"{field.name}={var}")
+            if spec.keeps_extra:
+                lines.append(f"        missing |= {bit}")
+            bit <<= 1
+        arguments.append(f"{name}={var}")
+    if spec.keeps_extra:
+        size = len(spec.keys)
+        lines += [
+            "    if missing:",
+            "        extra = _by_mask[missing] if missing in _by_mask else _empty_for(missing)",
+            f"        if len(o) + len(extra.absent) != {size}: extra = _extra(o, extra.absent)",
+            f"    elif len(o) == {size}:",
+            "        extra = _NO_EXTRA",
+            "    else:",
+            "        extra = _extra(o, _NO_KEYS)",
+        ]
+        arguments.append(f"{EXTRA}=extra")
     lines += _construct(cls, arguments, names)
-    source = "\n".join(lines)
-    code = compile(source, f"<svc_async fast structure {cls.__name__}>", "exec")
-    exec(code, names)
-    function: Callable[[Any, Any], Any] = names["structure"]
-    return function
-
-
-def make_checks_fn(
-    cls: type,
-    names: dict[str, str],
-    territory_key: str,
-    results: type[StrEnum],
-) -> Callable[[Any, Any], Any]:
-    """A structure function for LicenseChecks: one lookup per known check, no loop.
-
-    ``names`` maps JSON keys (with spaces) to attribute names; a key outside them and
-    ``territory_key`` goes to ``extra``.
-    """
-    scope: dict[str, Any] = {
-        "_bad": _bad,
-        "_cls": cls,
-        "_members": {m.value: m for m in results},
-        "_lookup": {m.value: m for m in results}.get,
-        "_known": frozenset([*names, territory_key]),
-    }
-    lines = ["def structure(o, _=None):", "    if type(o) is not dict: _bad()"]
-    arguments = []
-    for index, (key, attribute) in enumerate(names.items()):
-        var = f"v{index}"
-        lines.append(f"    {var} = o[{key!r}] if {key!r} in o else None")
-        lines.append(f"    if {var} is not None:")
-        lines.append(f"        if type({var}) is not str: _bad()")
-        lines.append(f"        if {var} in _members: {var} = _members[{var}]")
-        arguments.append(f"{attribute}={var}")
-    lines += [
-        f"    t = o[{territory_key!r}] if {territory_key!r} in o else None",
-        "    if t is not None:",
-        "        if type(t) is not dict: _bad()",
-        "        t = {c: (_lookup(r, r) if type(r) is str else _bad()) for c, r in t.items()}",
-        "    extra = {} if o.keys() <= _known else {k: x for k, x in o.items() if k not in _known}",
-    ]
-    arguments += ["territory_match=t", "extra=extra"]
-    lines += _construct(cls, arguments, scope)
-    code = compile("\n".join(lines), f"<svc_async fast structure {cls.__name__}>", "exec")
-    exec(code, scope)
-    function: Callable[[Any, Any], Any] = scope["structure"]
-    return function
+    return _compile("\n".join(lines), f"fast structure {cls.__name__}", names)  # type: ignore[no-any-return]

@@ -25,14 +25,16 @@ import gc
 import re
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Iterator, Mapping
-from contextvars import ContextVar, Token
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
 from .converter import structure
 from .errors import ResponseDecodeError, ResponseTooLargeError
 from .redact import redact_text
+
+if TYPE_CHECKING:
+    from .transport import StreamResponse
 
 T = TypeVar("T")
 
@@ -46,6 +48,7 @@ MIN_SLICE_BYTES = 64 * 1024
 """Floor of the threshold and slice size when calls share the loop (see ``StreamDecode``)."""
 
 _TAIL = 8 * 1024
+_CHUNK = 64 * 1024
 _WS = b" \t\r\n"
 _SPACE = re.compile(rb"[ \t\r\n]*")
 _TOKENS = re.compile(rb'"[^"]*"?|[{}\[\]]')
@@ -327,63 +330,72 @@ def _step(slices: Iterator[tuple[int, list[Any]]], out: list[T], tp: type[T], st
             gc.enable()
 
 
-class StreamDecode:
-    """A per-call decode strategy: big 2xx answers of ``path`` structured as they stream.
+class Sliced:
+    """What ``StreamDecode`` returns for an answer it structured in slices.
 
-    Phase-1 integration point. The caller sets one in ``STREAM_DECODE`` around its call;
-    a streaming-aware transport asks ``wants(...)`` when the status and headers are in
-    and, if so, hands the body chunks to ``read(...)``. ``read`` gives back the whole body
-    when it turns out small (the one-shot path then runs as before), or ``b""`` after
-    putting the models in ``result``. Each attempt starts afresh, so a read retried after
-    a cut never mixes two bodies.
+    ``items`` are the models; ``error`` the ``ResponseDecodeError`` of a bad value, kept
+    rather than raised so that, as on the one-shot path, it is not retried.
     """
 
-    __slots__ = ("_loop", "_token", "item_type", "path", "result", "slice_bytes", "threshold")
+    __slots__ = ("error", "items")
+
+    def __init__(self, items: list[Any], error: ResponseDecodeError | None = None) -> None:
+        self.items = items
+        self.error = error
+
+
+class StreamDecode:
+    """A pipeline ``stream_decode`` strategy: big 2xx JSON arrays structured as they stream.
+
+    The pipeline hands it a 2xx response with its body unread. A small answer (by
+    Content-Length, or by the bytes read before ``threshold``) is read whole and decoded
+    by ``decode_json`` as any call's; the caller structures that data. A big array is
+    structured into ``item_type`` in slices, and comes back as a ``Sliced``. Syntax
+    errors and cuts raise (the pipeline retries reads); bad values come back in
+    ``Sliced.error``. Use it as a context manager around the call: calls in flight on
+    one loop share the slice budget (see ``plan``).
+    """
+
+    __slots__ = ("_loop", "item_type", "max_body", "slice_bytes", "threshold")
 
     def __init__(
         self,
-        path: str,
         item_type: type[Any],
         *,
         threshold: int | None = None,
         slice_bytes: int | None = None,
+        max_body: int = 256 * 1024 * 1024,
     ) -> None:
-        self.path = path
         self.item_type = item_type
         self.threshold = STREAM_THRESHOLD if threshold is None else threshold
         self.slice_bytes = SLICE_BYTES if slice_bytes is None else slice_bytes
-        self.result: list[Any] | None = None
+        self.max_body = max_body
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._token: Token[StreamDecode | None] | None = None
 
     def __enter__(self) -> StreamDecode:
-        """Make this the strategy of the calls this task makes, and count it on the loop."""
+        """Count this call on the running loop until it ends."""
         self._loop = asyncio.get_running_loop()
         _ACTIVE[self._loop] = _ACTIVE.get(self._loop, 0) + 1
-        self._token = STREAM_DECODE.set(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._token is None or self._loop is None:
+        if self._loop is None:
             raise RuntimeError("StreamDecode exited without being entered")
-        STREAM_DECODE.reset(self._token)
         left = _ACTIVE.get(self._loop, 1) - 1
         if left > 0:
             _ACTIVE[self._loop] = left
         else:
             _ACTIVE.pop(self._loop, None)
-        self._token = self._loop = None
+        self._loop = None
 
-    def wants(self, path: str, status: int, headers: Mapping[str, str]) -> bool:
-        """True for a 2xx answer of this call that is, or may be, large.
+    def plan(self, headers: Mapping[str, str]) -> bool:
+        """True when the answer is, or may be, large enough to go incremental.
 
         Calls in flight on the same loop share one slice budget: with ``n`` of them
         (a ``for_events`` fan-out), answers from ``threshold / n`` bytes on go
         incremental, in slices of ``slice_bytes / n`` (floors ``MIN_SLICE_BYTES``), so
         answers finishing together cannot add up to a long loop turn.
         """
-        if not path.endswith(self.path) or not 200 <= status < 300:
-            return False
         sharing = _ACTIVE.get(self._loop, 1) if self._loop is not None else 1
         if sharing > 1:
             self.threshold = max(MIN_SLICE_BYTES, self.threshold // sharing)
@@ -396,23 +408,26 @@ class StreamDecode:
         except ValueError:
             return True
 
-    async def read(self, status: int, chunks: AsyncIterator[bytes], max_body: int) -> bytes:
-        """Read the body; structure it in slices once it passes ``threshold`` bytes."""
-        self.result = None
+    async def __call__(self, stream: StreamResponse) -> Any:
+        """Decode ``stream``'s body: the one-shot data, or a ``Sliced`` for a big array."""
+        if not self.plan(stream.headers):
+            return self._one_shot(stream, await _read_all(stream, self.max_body))
+        chunks = stream.iter_chunks(_CHUNK)
         head: list[bytes] = []
         total = 0
         async for chunk in chunks:
             total += len(chunk)
-            if total > max_body:
-                raise _too_large(max_body)
+            if total > self.max_body:
+                raise _too_large(self.max_body)
             head.append(chunk)
             if total >= self.threshold:
                 break
-        else:
-            return b"".join(head)  # small after all: the one-shot path
+        else:  # small after all
+            return self._one_shot(stream, b"".join(head))
         first = b"".join(head)
-        if not first.lstrip(_WS).startswith(b"["):  # not an array (an error object, "{}")
-            return await _rest(first, chunks, total, max_body)
+        if not first.lstrip(_WS).startswith(b"["):  # not an array (an object, "{}")
+            return self._one_shot(stream, await _rest(first, chunks, total, self.max_body))
+        max_body = self.max_body
 
         async def body() -> AsyncIterator[bytes]:
             size = total
@@ -423,10 +438,33 @@ class StreamDecode:
                     raise _too_large(max_body)
                 yield chunk
 
-        self.result = await structure_chunks(
-            body(), self.item_type, status=status, slice_bytes=self.slice_bytes
-        )
-        return b""
+        try:
+            items = await structure_chunks(
+                body(), self.item_type, status=stream.status, slice_bytes=self.slice_bytes
+            )
+        except ResponseDecodeError as exc:
+            if exc.path == "$":  # the body itself is malformed: raised, like decode_json's
+                raise
+            return Sliced([], exc)  # a bad value: the caller raises it, unretried
+        return Sliced(items)
+
+    @staticmethod
+    def _one_shot(stream: StreamResponse, content: bytes) -> Any:
+        from .pipeline import decode_json
+        from .transport import Response
+
+        return decode_json(Response(stream.status, stream.headers, content))
+
+
+async def _read_all(stream: StreamResponse, max_body: int) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    async for chunk in stream.iter_chunks(_CHUNK):
+        total += len(chunk)
+        if total > max_body:
+            raise _too_large(max_body)
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 async def _rest(first: bytes, chunks: AsyncIterator[bytes], total: int, max_body: int) -> bytes:
@@ -442,9 +480,6 @@ async def _rest(first: bytes, chunks: AsyncIterator[bytes], total: int, max_body
 def _too_large(max_body: int) -> ResponseTooLargeError:
     return ResponseTooLargeError(f"response body exceeds max_body_size ({max_body} bytes)")
 
-
-STREAM_DECODE: ContextVar[StreamDecode | None] = ContextVar("svc_async_stream_decode", default=None)
-"""The decode strategy of the call running in this task (task-local, never global)."""
 
 _ACTIVE: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
 """Entries calls in flight per event loop (read only to size thresholds and slices)."""

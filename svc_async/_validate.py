@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import yarl
@@ -13,9 +13,36 @@ MAX_PAGE_SIZE = 100
 """The service's largest accepted ``limit``."""
 
 TAG_MIN, TAG_MAX, MAX_SEARCH_TAGS = 2, 255, 100
-"""Published bounds: tag length 2..255 characters, at most 100 tags in a search."""
+"""Published bounds: a created job's tags are 2..255 characters each; a search takes at
+most 100 tags of any length."""
 
-_COUNTRY = re.compile(r"[A-Z]{2}")
+LICENSE_SOURCES: tuple[str, ...] = (
+    "Service",
+    "Public Domain Music",
+    "Bespoke Music",
+    "Stock Arrangement",
+    "Other",
+    "Pending License",
+)
+"""The licence sources a create request may name (TYPES.md "Requests")."""
+
+SOURCES_WITHOUT_FILES: frozenset[str] = frozenset({"Service", "Pending License"})
+"""Sources for which no licence file URLs are supplied (the service finds Service
+licences from the email; a pending licence has no file yet)."""
+
+JOB_TYPES: tuple[str, ...] = ("VOD", "Routine")
+"""Values of a create request's ``type``."""
+
+OUTPUT_OPERATIONS: tuple[str, ...] = ("Mute",)
+OUTPUT_FILE_TYPES: tuple[str, ...] = ("Audio",)
+
+_EMAIL_MAX, _LOCAL_MAX, _LABEL_MAX = 254, 64, 63
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\-\u00a1-\uffff]+"
+_LOCAL = re.compile(rf"{_ATOM}(?:\.{_ATOM})*")
+_LABEL = re.compile(
+    r"[A-Za-z0-9\u00a1-\uffff](?:[A-Za-z0-9\u00a1-\uffff-]*[A-Za-z0-9\u00a1-\uffff])?"
+)
+_TLD = re.compile(r"[A-Za-z\u00a1-\uffff]{2,}|xn--[A-Za-z0-9-]{2,}")
 
 
 def positive_id(value: Any, name: str) -> int:
@@ -71,24 +98,43 @@ def string_list(value: Any, name: str) -> list[str]:
     return items
 
 
-def tags(value: Any, name: str = "tags", *, maximum: int | None = None) -> list[str]:
-    """Tags within the published bounds (2 to 255 characters each)."""
+def tags(
+    value: Any,
+    name: str = "tags",
+    *,
+    maximum: int | None = None,
+    lengths: tuple[int, int] | None = (TAG_MIN, TAG_MAX),
+) -> list[str]:
+    """Tags as strings, at most ``maximum`` of them, each within ``lengths`` (None: any).
+
+    A created job's tags are 2..255 characters each; search tags have no length rule.
+    """
     items = string_list(value, name)
     if maximum is not None and len(items) > maximum:
         raise ValueError(f"{name} may hold at most {maximum} tags, got {len(items)}")
-    for tag in items:
-        if not TAG_MIN <= len(tag) <= TAG_MAX:
-            raise ValueError(f"each of {name} must be {TAG_MIN} to {TAG_MAX} characters: {tag!r}")
+    if lengths is not None:
+        low, high = lengths
+        for i, tag in enumerate(items):
+            if not low <= len(tag) <= high:
+                raise ValueError(
+                    f"{name}[{i}] must be {low} to {high} characters, got {len(tag)}: {tag!r:.60}"
+                )
     return items
 
 
 def country_codes(value: Any, name: str) -> list[str]:
-    """Two-letter uppercase country codes."""
+    """Territories: strings of exactly two characters, returned in upper case.
+
+    The service checks only the length; codes are ISO 3166 alpha-2, so ``"gb"`` is sent
+    as ``"GB"``.
+    """
     items = string_list(value, name)
-    for code in items:
-        if not _COUNTRY.fullmatch(code):
-            raise ValueError(f"{name} must hold two uppercase letters per country, got {code!r}")
-    return items
+    for i, code in enumerate(items):
+        if len(code) != 2:
+            raise ValueError(
+                f"{name}[{i}] must be a two-letter country code such as 'GB', got {code!r:.20}"
+            )
+    return [code.upper() for code in items]
 
 
 def http_url(value: Any, name: str) -> str:
@@ -103,21 +149,116 @@ def http_url(value: Any, name: str) -> str:
     return str(value)
 
 
+def is_email(value: str) -> bool:
+    """Whether ``value`` is an address as a typical server-side validator accepts it.
+
+    ``local@domain.tld``: a dot-atom local part (letters, digits and ``!#$%&'*+/=?^_`{|}~-``,
+    dots only between them) of at most 64 characters; a domain of dot-separated labels
+    (letters, digits, inner hyphens, at most 63 characters each) ending in an alphabetic
+    top-level domain of two or more letters; no spaces; 254 characters at most.
+    """
+    if len(value) > _EMAIL_MAX or value.count("@") != 1 or any(c.isspace() for c in value):
+        return False
+    local, _, domain = value.partition("@")
+    if len(local) > _LOCAL_MAX or not _LOCAL.fullmatch(local):
+        return False
+    labels = domain.split(".")
+    if len(labels) < 2 or not _TLD.fullmatch(labels[-1]):
+        return False
+    return all(len(label) <= _LABEL_MAX and _LABEL.fullmatch(label) for label in labels)
+
+
 def email(value: Any, name: str = "email") -> str:
-    """An email address (something@something)."""
-    string(value, name)
-    local, at, domain = str(value).rpartition("@")
-    if not at or not local or not domain or any(c.isspace() for c in value):
-        raise ValueError(f"{name} must be an email address")
+    """A valid email address (see ``is_email``)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if not is_email(value):
+        raise ValueError(f"{name} must be a valid email address like name@example.com")
+    return value
+
+
+def optional_email(value: Any, name: str = "email") -> str | None:
+    """A valid email address or None (sent as ``null``)."""
+    return None if value is None else email(value, name)
+
+
+def optional_string(value: Any, name: str) -> str | None:
+    """Any string (empty allowed) or None."""
+    if value is None:
+        return None
+    return string(value, name, allow_empty=True)
+
+
+def one_of(value: Any, allowed: Sequence[str], name: str) -> str:
+    """One of ``allowed``, given as the string or a StrEnum member of the same value."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if str(value) not in allowed:
+        listed = ", ".join(repr(a) for a in allowed)
+        raise ValueError(f"{name} must be one of {listed}; got {str(value)!r:.60}")
     return str(value)
 
 
-def filters(value: Any, name: str = "fields") -> list[dict[str, Any]]:
-    """Signup-field filters: a list of JSON objects, passed to the service as given."""
+def license_details(value: Any, name: str) -> None:
+    """One ``licenseDetails`` item: a known source, a name, and file URLs where allowed."""
+    for attribute in ("license_source", "license_source_name", "license_file_urls"):
+        if not hasattr(value, attribute):
+            raise TypeError(f"{name} must be a LicenseDetails, got {type(value).__name__}")
+    source = one_of(value.license_source, LICENSE_SOURCES, f"{name}.license_source")
+    string(value.license_source_name, f"{name}.license_source_name", allow_empty=True)
+    urls = string_list(value.license_file_urls, f"{name}.license_file_urls")
+    if urls and source in SOURCES_WITHOUT_FILES:
+        raise ValueError(
+            f"{name}.license_file_urls must be empty for license_source {source!r}"
+            " (the service finds Service licences from the email; Pending has no file yet)"
+        )
+    for i, url in enumerate(urls):
+        http_url(url, f"{name}.license_file_urls[{i}]")
+
+
+def output_file(value: Any, name: str) -> None:
+    """An ``outputFile`` request: operation Mute, file type Audio or unset, a callback URL."""
+    for attribute in ("operation", "file_type", "callback_url"):
+        if not hasattr(value, attribute):
+            raise TypeError(f"{name} must be an OutputFileRequest, got {type(value).__name__}")
+    one_of(value.operation, OUTPUT_OPERATIONS, f"{name}.operation")
+    if value.file_type is not None:
+        one_of(value.file_type, OUTPUT_FILE_TYPES, f"{name}.file_type")
+    if value.callback_url is not None:
+        http_url(value.callback_url, f"{name}.callback_url")
+
+
+def filters(value: Any, name: str = "fields") -> list[dict[str, str]]:
+    """Signup-field filters: ``[{"key": str, "value": str}, ...]``, sent as given.
+
+    The service matches each key/value pair case-insensitively; anything else in an item
+    would be dropped by it silently, so it is refused here.
+    """
+    shape = f'{name} must be a list of {{"key": str, "value": str}} dicts'
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a list of dicts")
-    items = list(value)
-    for item in items:
+        raise TypeError(f"{shape}, got {type(value).__name__}")
+    out: list[dict[str, str]] = []
+    for i, item in enumerate(value):
+        where = f"{name}[{i}]"
         if not isinstance(item, Mapping):
-            raise TypeError(f"{name} must hold dicts, found {type(item).__name__}")
-    return [dict(item) for item in items]
+            raise TypeError(
+                f"{where} must be a dict with 'key' and 'value', got {type(item).__name__}"
+            )
+        keys = set(item)
+        if keys != {"key", "value"}:
+            missing = sorted(map(str, {"key", "value"} - keys))
+            extra = sorted(map(str, keys - {"key", "value"}))
+            detail = "; ".join(
+                part
+                for part in (
+                    f"missing {', '.join(missing)}" if missing else "",
+                    f"unknown {', '.join(extra)}" if extra else "",
+                )
+                if part
+            )
+            raise ValueError(f"{where} must have exactly 'key' and 'value' ({detail})")
+        for part in ("key", "value"):
+            if not isinstance(item[part], str):
+                raise TypeError(f"{where}.{part} must be a str, got {type(item[part]).__name__}")
+        out.append({"key": item["key"], "value": item["value"]})
+    return out

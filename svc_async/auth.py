@@ -22,7 +22,11 @@ AccountCall = Callable[[str, Mapping[str, Any]], Awaitable[Any]]
 
 @runtime_checkable
 class Auth(Protocol):
-    """Supplies credentials for each request and renews them after a 401."""
+    """Supplies credentials for each request and renews them after a 401.
+
+    An auth should also have ``secrets() -> tuple[str, ...]``: every credential it holds,
+    so anything built from a server's answer is redacted against them.
+    """
 
     async def headers(self, call: AccountCall) -> Mapping[str, str]:
         """Headers to add to the next request (may log in first)."""
@@ -47,6 +51,10 @@ class BearerAuth:
     def __repr__(self) -> str:
         return "BearerAuth(token='[REDACTED]')"
 
+    def secrets(self) -> tuple[str, ...]:
+        """The token, for redaction of anything a server echoes back."""
+        return (self._headers["Authorization"][len("Bearer ") :],)
+
     async def headers(self, call: AccountCall) -> Mapping[str, str]:
         """The Authorization header."""
         return self._headers
@@ -67,6 +75,10 @@ class HeaderAuth:
 
     def __repr__(self) -> str:
         return f"HeaderAuth(name={self._name!r}, value='[REDACTED]')"
+
+    def secrets(self) -> tuple[str, ...]:
+        """The header's value, for redaction of anything a server echoes back."""
+        return (self._headers[self._name],)
 
     async def headers(self, call: AccountCall) -> Mapping[str, str]:
         """The configured header."""
@@ -147,7 +159,8 @@ class ApiKeyAuth:
             raise ResponseDecodeError("login answer has no accessToken", path="$.accessToken")
         refresh = body.get("refreshToken")
         self._access = access
-        self._refresh = refresh if isinstance(refresh, str) and refresh else None
+        if isinstance(refresh, str) and refresh:
+            self._refresh = refresh  # an answer without one keeps the token we have
 
 
 def secrets_of(auth: Auth | None) -> tuple[str, ...]:
@@ -159,3 +172,13 @@ def secrets_of(auth: Auth | None) -> tuple[str, ...]:
         except SvcError:
             return ()
     return ()
+
+
+def static_headers(auth: Auth) -> Mapping[str, str] | None:
+    """The fixed headers of a static auth (BearerAuth, HeaderAuth); None when they may change.
+
+    Lets the pipeline skip awaiting ``auth.headers`` on every call.
+    """
+    if type(auth) in (BearerAuth, HeaderAuth):
+        return auth._headers  # type: ignore[attr-defined, no-any-return]
+    return None

@@ -26,7 +26,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import attrs
 
@@ -35,10 +35,10 @@ from .errors import ClientClosedError, SvcError, WrongEventLoopError
 from .models import Entry
 from .resources.entries import EVENT_PATH, SEASON_PATH, filter_body
 
-if TYPE_CHECKING:
-    from .resources.entries import Entries
-
 R = TypeVar("R")
+
+FetchPath = Callable[[str, "dict[str, Any] | None"], Awaitable["builtins.list[Entry]"]]
+"""Fetch the entries at an API path with an optional filter body."""
 
 Source = Literal["event", "season"]
 """What a batch's id names: an event or a season."""
@@ -196,7 +196,7 @@ def _per_source(error: Exception) -> bool:
 
 
 def entry_batches(
-    resource: Entries,
+    fetch_path: FetchPath,
     source: Source,
     ids: Iterable[int],
     *,
@@ -217,7 +217,7 @@ def entry_batches(
         raise TypeError("raise_on_error must be a bool")
 
     async def fetch(key: int) -> builtins.list[Entry]:
-        return await resource._fetch(path.format(id=key), body, "default", None)
+        return await fetch_path(path.format(id=key), body)
 
     return batches(
         source,

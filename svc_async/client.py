@@ -11,38 +11,31 @@ import asyncio
 import logging
 import os
 import random
-from collections.abc import Mapping
+import sys
+import traceback
+import warnings
+from collections.abc import Awaitable, Mapping
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Literal, Self
+from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar
 
-import attrs
 import orjson
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._version import __version__
-from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of
-from .errors import (
-    ClientClosedError,
-    RateLimitError,
-    RequestTimeout,
-    ResponseDecodeError,
-    ResponseTooLargeError,
-    SvcError,
-    TransportError,
-    WrongEventLoopError,
-    error_class_for,
-)
+from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of, static_headers
+from .errors import ClientClosedError, WrongEventLoopError
 from .models import RateLimit
+from .pipeline import Call, Decoder, Env, Resolver, StreamDecoder, run
 from .ratelimit import Pacer, parse_rate_limit
-from .redact import redact_text, redact_url
+from .redact import redact_url
 from .resources.entries import Entries
 from .resources.events import Events
 from .resources.jobs import Jobs
 from .resources.orgs import Orgs
 from .resources.seasons import Seasons
-from .retry import RetryBudget, RetryPolicy, server_wait
-from .transport import AiohttpTransport, Request, Response, Timeout, Transport
+from .retry import RetryBudget, RetryPolicy
+from .transport import AiohttpTransport, Response, Timeout, Transport
 
 if TYPE_CHECKING:  # downloads and webhooks load on first use
     from .downloads import DownloadResult, Progress
@@ -50,6 +43,7 @@ if TYPE_CHECKING:  # downloads and webhooks load on first use
 
 logger = logging.getLogger("svc_async")
 
+T = TypeVar("T")
 Host = Literal["api", "account"]
 TimeoutArg = float | Timeout | None
 
@@ -86,6 +80,7 @@ class _Shared:
         "auth",
         "budget",
         "closed",
+        "env",
         "headers",
         "loop",
         "owns_transport",
@@ -121,7 +116,8 @@ class _Shared:
         self.server_date: str | None = None
         self.closed = False
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.active: set[asyncio.Task[Any]] = set()
+        self.active: dict[asyncio.Task[Any], int] = {}
+        self.env: Env
 
 
 class Client:
@@ -167,14 +163,27 @@ class Client:
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError("retry must be a RetryPolicy")
         pacer = rate_limit if isinstance(rate_limit, Pacer) else (Pacer() if rate_limit else None)
-        self._shared = _Shared(
+        self._shared = shared = _Shared(
             transport=transport or AiohttpTransport(),
-            owns_transport=transport is None,
+            owns_transport=True,  # httpx's rule: a client closes the transport it was given
             auth=auth,
             pacer=pacer,
             budget=retry_budget or RetryBudget(),
             rng=random.Random(),
         )
+        shared.env = Env(
+            transport=shared.transport,
+            auth_headers=lambda: auth.headers(self._account_call),
+            static_auth=static_headers(auth),
+            renew=lambda rejected: auth.renew(self._account_call, rejected),
+            headers=self._request_headers,
+            secrets=self._secrets,
+            observe=self._observe,
+            pacer=pacer,
+            budget=shared.budget,
+            rng=shared.rng,
+        )
+        self._origin = _origin_of(sys._getframe(1))
         self._timeout = _timeout(timeout)
         self._retry = retry or RetryPolicy()
         self._headers = {
@@ -184,11 +193,7 @@ class Client:
         self.webhooks = webhooks
         """The receiver whose deliveries wake ``jobs.wait`` (None: polling only)."""
         self.creation_tags = creation_tags
-        self.orgs = Orgs(self)
-        self.seasons = Seasons(self)
-        self.events = Events(self)
-        self.entries = Entries(self)
-        self.jobs = Jobs(self)
+        self._resources()
 
     def __repr__(self) -> str:
         state = "closed" if self._shared.closed else "open"
@@ -208,8 +213,28 @@ class Client:
     ) -> None:
         await self.aclose()
 
+    def __del__(self, _warn: Any = warnings.warn) -> None:
+        shared = getattr(self, "_shared", None)
+        if shared is None or shared.closed or shared.loop is None or not self._original():
+            return
+        _warn(
+            f"unclosed svc_async.Client {self._base} created at {self._origin}:"
+            " use `async with Client(...)` or `await client.aclose()`",
+            ResourceWarning,
+            source=self,
+            stacklevel=2,
+        )
+
+    def _original(self) -> bool:
+        """Whether this is the client itself, not a ``with_options`` view of it."""
+        return "_view" not in self.__dict__
+
     async def aclose(self) -> None:
-        """End running calls with ClientClosedError and release the transport."""
+        """End running calls with ClientClosedError and close the transport.
+
+        The transport is closed even when you passed it in (httpx's rule); an aiohttp
+        session you gave to ``AiohttpTransport(session=...)`` is still never closed.
+        """
         shared = self._shared
         if shared.closed:
             return
@@ -264,13 +289,21 @@ class Client:
         """A view of this client with other defaults; it shares connections and state."""
         view = object.__new__(Client)
         view.__dict__.update(self.__dict__)
+        view.__dict__["_view"] = True
         if timeout != "keep":
             view._timeout = _timeout(timeout)
         if retry is not None:
             view._retry = retry
-        view.orgs, view.seasons, view.events = Orgs(view), Seasons(view), Events(view)
-        view.entries, view.jobs = Entries(view), Jobs(view)
+        view._resources()
         return view
+
+    def _resources(self) -> None:
+        send = self._send
+        self.orgs = Orgs(self, send)
+        self.seasons = Seasons(self, send)
+        self.events = Events(self, send)
+        self.entries = Entries(self, send)
+        self.jobs = Jobs(self, send)
 
     def _check_usable(self) -> None:
         shared = self._shared
@@ -301,9 +334,19 @@ class Client:
         temporary file and renamed into place when complete. A 403 from a storage host
         raises ``SignedURLExpired``: read the resource again for a fresh link.
         """
-        from .downloads import download
+        from .downloads import DownloadEnv, download
 
-        return await download(self, url, destination, progress=progress, timeout=timeout)
+        self._check_usable()
+        env = DownloadEnv(
+            transport=self._shared.transport,
+            auth_headers=self._shared.env.auth_headers,
+            user_agent=self._headers["User-Agent"],
+            api_urls=(self._base, self._account),
+        )
+        return await self._tracked(
+            download(env, url, destination, progress=progress, timeout=timeout),
+            f"download of {redact_url(str(url)) if isinstance(url, str | yarl.URL) else url}",
+        )
 
     # the escape hatch
 
@@ -336,9 +379,13 @@ class Client:
     # the pipeline
 
     async def _account_call(self, path: str, body: Mapping[str, Any]) -> Any:
-        """POST to the account host without auth (login and token refresh)."""
+        """POST to the account host without auth (login and token refresh).
+
+        Safe to repeat (a repeated login only issues another token), so transport errors
+        are retried within the call's deadline like any idempotent call.
+        """
         return await self._call(
-            "POST", path, body, host="account", idempotent=False, authenticate=False
+            "POST", path, body, host="account", idempotent=True, authenticate=False
         )
 
     def _secrets(self) -> tuple[str, ...]:
@@ -355,125 +402,108 @@ class Client:
         timeout: TimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
         authenticate: bool = True,
-        retry_on_status: bool = True,
     ) -> Any:
         """Send one logical call through the pipeline and return the decoded JSON."""
+        return await self._send(
+            method,
+            path,
+            body,
+            host=host,
+            idempotent=idempotent,
+            timeout=timeout,
+            retry=retry,
+            authenticate=authenticate,
+        )
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        host: Host = "api",
+        idempotent: bool,
+        timeout: TimeoutArg | Literal["default"] = "default",
+        retry: RetryPolicy | None = None,
+        authenticate: bool = True,
+        resolve: Resolver | None = None,
+        decode: Decoder | None = None,
+        stream_decode: StreamDecoder | None = None,
+        reply: bool = False,
+    ) -> Any:
+        """Send one logical call through the pipeline.
+
+        Returns the decoded data, or with ``reply=True`` the ``Reply`` (data and response
+        metadata). ``decode`` replaces the JSON decoder for a 2xx body; ``stream_decode``
+        receives the 2xx response streamed, its body unread (see ``pipeline``).
+        """
         self._check_usable()
-        task = asyncio.current_task()
+        call = Call(
+            method=method,
+            url=self._url((self._account if host == "account" else self._base) + path),
+            content=None if body is None else orjson.dumps(body),
+            idempotent=idempotent,
+            timeout=self._timeout if timeout == "default" else _timeout(timeout),
+            policy=retry or self._retry,
+            authenticate=authenticate,
+            decode=decode,
+            stream_decode=stream_decode,
+            resolve=resolve,
+        )
         shared = self._shared
-        if task is not None:
-            shared.active.add(task)
+        task = asyncio.current_task()
+        if task is None:
+            result = await run(shared.env, call)
+            return result if reply else result.data
+        active = shared.active
+        active[task] = active.get(task, 0) + 1
         try:
-            return await self._attempts(
-                method,
-                path,
-                body,
-                host=host,
-                idempotent=idempotent,
-                timeout=self._timeout if timeout == "default" else _timeout(timeout),
-                policy=retry or self._retry,
-                authenticate=authenticate,
-                retry_on_status=retry_on_status,
-            )
+            result = await run(shared.env, call)
+            return result if reply else result.data
         except asyncio.CancelledError:
-            if shared.closed and task is not None and task.cancelling():
+            if shared.closed and task.cancelling():
                 task.uncancel()
                 raise ClientClosedError(
                     f"{method} {path} was cancelled because the client was closed"
                 ) from None
             raise
         finally:
-            if task is not None:
-                shared.active.discard(task)
+            left = active[task] - 1
+            if left:
+                active[task] = left
+            else:
+                del active[task]
 
-    async def _attempts(
-        self,
-        method: str,
-        path: str,
-        body: Any,
-        *,
-        host: Host,
-        idempotent: bool,
-        timeout: Timeout,
-        policy: RetryPolicy,
-        authenticate: bool,
-        retry_on_status: bool,
-    ) -> Any:
+    async def _tracked(self, work: Awaitable[T], what: str) -> T:
+        """Await ``work`` as a task of this client: ``aclose()`` ends it with ClientClosedError.
+
+        Nested calls (a login inside a call) count the task once more, so the outer call
+        stays tracked until it ends.
+        """
+        task = asyncio.current_task()
         shared = self._shared
-        loop = asyncio.get_running_loop()
-        deadline = None if policy.timeout is None else loop.time() + policy.timeout
-        url = self._url((self._account if host == "account" else self._base) + path)
-        content = None if body is None else orjson.dumps(body)
-        attempt = 0
-        renewed = False
-        while True:
-            attempt += 1
-            auth_headers = await shared.auth.headers(self._account_call) if authenticate else None
-            headers = self._request_headers(auth_headers, body is not None)
-            request = Request(method, url, headers, content, _bounded(timeout, deadline, loop))
-            response: Response | None = None
-            failure: SvcError
-            if shared.pacer is not None:
-                await shared.pacer.acquire()
-            try:
-                response = await shared.transport.send(request)
-            except ResponseTooLargeError:
-                raise  # the same answer would be just as large next time
-            except TransportError as exc:
-                failure = exc
-            finally:
-                self._observe(response)
-            wait: float | None = None
-            if response is not None:
-                status = response.status
-                if logger.isEnabledFor(logging.DEBUG):
-                    logger.debug("%s %s -> %d", method, redact_url(url), status)
-                if 200 <= status < 300:
-                    try:
-                        data = _decode(response)
-                    except ResponseDecodeError as exc:
-                        failure = exc
-                    else:
-                        shared.budget.record_success()
-                        return data
-                elif status == 401 and authenticate and not renewed:
-                    renewed = True
-                    if await shared.auth.renew(self._account_call, headers):
-                        attempt -= 1
-                        continue
-                    raise self._api_error(response, method, url)
-                else:
-                    failure = self._api_error(response, method, url)
-                    # A 429 was refused before any processing, so even a create may repeat it.
-                    if status not in policy.statuses or (not retry_on_status and status != 429):
-                        raise failure
-                    wait = server_wait(status, response.headers)
-                    if wait is not None and wait > policy.max_server_wait:
-                        raise self._api_error(response, method, url, as_rate_limit=True)
-            if not idempotent and not (response is not None and response.status == 429):
-                raise failure
-            if attempt >= policy.max_attempts:
-                raise failure
-            if wait is None:
-                wait = policy.backoff(attempt, shared.rng)
-            if deadline is not None and loop.time() + wait >= deadline:
-                raise failure
-            if not shared.budget.try_spend(timeout=isinstance(failure, RequestTimeout)):
-                logger.warning("retry budget exhausted; not retrying %s %s", method, path)
-                raise failure
-            logger.info(
-                "retrying %s %s (attempt %d of %d) after %s; waiting %.2fs",
-                method,
-                path,
-                attempt + 1,
-                policy.max_attempts,
-                _reason(failure),
-                wait,
-            )
-            await asyncio.sleep(wait)
+        if task is None:
+            return await work
+        active = shared.active
+        active[task] = active.get(task, 0) + 1
+        try:
+            return await work
+        except asyncio.CancelledError:
+            if shared.closed and task.cancelling():
+                task.uncancel()
+                raise ClientClosedError(
+                    f"{what} was cancelled because the client was closed"
+                ) from None
+            raise
+        finally:
+            left = active.get(task, 1) - 1
+            if left <= 0:
+                active.pop(task, None)
+            else:
+                active[task] = left
 
     def _observe(self, response: Response | None) -> None:
-        """Release the pacer and note the rate-limit headers and server date of an answer."""
+        """Release the pacer and keep the last rate-limit headers and Date seen (public props)."""
         shared = self._shared
         rate = None
         if shared.pacer is not None:
@@ -512,53 +542,12 @@ class Client:
         self._shared.headers[has_body] = (auth_headers, proxy)
         return proxy
 
-    def _api_error(
-        self, response: Response, method: str, url: yarl.URL, *, as_rate_limit: bool = False
-    ) -> SvcError:
-        body: Any
-        try:
-            body = orjson.loads(response.content) if response.content else None
-        except orjson.JSONDecodeError:
-            body = redact_text(response.text[:2000], self._secrets())
-        cls = RateLimitError if as_rate_limit else error_class_for(response.status)
-        error = cls(
-            response.status,
-            headers=response.headers,
-            body=body,
-            method=method,
-            url=redact_url(url),
-        )
-        if isinstance(error, RateLimitError):
-            error.retry_after = server_wait(response.status, response.headers)
-        return error
 
-
-def _bounded(timeout: Timeout, deadline: float | None, loop: asyncio.AbstractEventLoop) -> Timeout:
-    """Cap an attempt's total timeout so the call's deadline is never overshot."""
-    if deadline is None:
-        return timeout
-    left = max(0.001, deadline - loop.time())
-    if timeout.total is not None and timeout.total <= left:
-        return timeout
-    return attrs.evolve(timeout, total=left)
-
-
-def _decode(response: Response) -> Any:
-    if not response.content:
-        return None
-    try:
-        return orjson.loads(response.content)
-    except orjson.JSONDecodeError as exc:
-        snippet = redact_text(" ".join(response.text[:80].split()))
-        raise ResponseDecodeError(
-            f"HTTP {response.status} body is not valid JSON ({exc.msg}): {snippet!r}",
-            status=response.status,
-        ) from None
-
-
-def _reason(failure: SvcError) -> str:
-    status = getattr(failure, "status", None)
-    return f"HTTP {status}" if status is not None else type(failure).__name__
+def _origin_of(frame: Any) -> str:
+    """Where a client was made: file:line, or the whole stack in asyncio debug/dev mode."""
+    if sys.flags.dev_mode or os.environ.get("PYTHONASYNCIODEBUG"):
+        return "\n" + "".join(traceback.format_stack(frame))
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 def _auth_from(token: str | None) -> Auth:

@@ -15,7 +15,7 @@ import os
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import attrs
 import yarl
@@ -28,10 +28,7 @@ from .errors import (
     error_class_for,
 )
 from .redact import redact_url
-from .transport import Request, StreamingTransport, Timeout
-
-if TYPE_CHECKING:
-    from .client import Client
+from .transport import Request, StreamingTransport, Timeout, Transport
 
 Progress = Callable[[int, int | None], "Awaitable[None] | None"]
 """``progress(bytes_done, total_bytes_or_None)``, sync or async."""
@@ -51,12 +48,22 @@ class DownloadResult:
     path: Path | None = None
 
 
+@attrs.frozen(kw_only=True)
+class DownloadEnv:
+    """What a download needs from its client: transport, credentials and API origins."""
+
+    transport: Transport
+    auth_headers: Callable[[], Awaitable[Mapping[str, str]]]
+    user_agent: str
+    api_urls: tuple[str, ...]
+
+
 def _origin(url: yarl.URL) -> tuple[str, str | None, int | None]:
     return (url.scheme, url.host, url.port)
 
 
 async def download(
-    client: Client,
+    env: DownloadEnv,
     url: str | yarl.URL,
     destination: str | os.PathLike[str] | IO[bytes],
     *,
@@ -70,15 +77,14 @@ async def download(
         raise ValueError("chunk_size must be positive")
     if not isinstance(destination, str | os.PathLike) and not hasattr(destination, "write"):
         raise TypeError("destination must be a path or a binary file object")
-    transport = client.transport
+    transport = env.transport
     if not isinstance(transport, StreamingTransport):
         raise TypeError(f"{type(transport).__name__} cannot stream; downloads need stream()")
-    client._check_usable()
-    api_origins = {_origin(yarl.URL(client.base_url)), _origin(yarl.URL(client.account_url))}
+    api_origins = {_origin(yarl.URL(u)) for u in env.api_urls}
     auth_headers: Mapping[str, str] = {}
     if _origin(target) in api_origins:
-        auth_headers = await client._shared.auth.headers(client._account_call)
-    base = {"User-Agent": client._headers["User-Agent"], "Accept": "*/*"}
+        auth_headers = await env.auth_headers()
+    base = {"User-Agent": env.user_agent, "Accept": "*/*"}
     limits = timeout or Timeout(total=None, connect=10.0, read=60.0)
     for _ in range(MAX_REDIRECTS + 1):
         headers = {**base, **auth_headers}
@@ -179,9 +185,18 @@ async def _to_path(chunks: Any, path: Path, total: int | None, progress: Progres
     try:
         with os.fdopen(fd, "wb") as file:
             written = await _to_file(chunks, file, total, progress)
+        # mkstemp makes the file 0600; a finished download gets the usual umask mode.
+        os.chmod(temp_name, 0o666 & ~_umask())
         os.replace(temp_name, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
         raise
     return written
+
+
+def _umask() -> int:
+    """The process umask (read by setting it and putting it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -1,39 +1,60 @@
 """attrs classes for every resource of the interface, and the requests the SDK sends.
 
 Models are frozen and slotted; attribute names are snake_case (the converter maps them
-to the service's camelCase). Enumerated strings are open: a value the SDK has not seen is
-kept as the plain string, so ``LicenseStatus | str`` types read "a known member, or any
-other string the service sends".
+to the service's camelCase; a field may declare its JSON key in ``metadata["json"]``).
+Enumerated strings are open: a value the SDK has not seen is kept as the plain string, so
+``LicenseStatus | str`` types read "a known member, or any other string the service
+sends". Every response model ends with ``extra``: the JSON keys it does not model, so
+nothing the service sends is lost (``svc_async.to_dict`` gives the document back).
+Every attrs class here is found by the converter; none needs registering.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
 import attrs
 
+from ._codegen import NO_EXTRA
+
 
 class LicenseStatus(StrEnum):
     """Licence status of a recording or song (open: other strings pass through)."""
 
+    NO_AUDIO_UPLOADED = "No Audio Uploaded"
+    NO_LICENSE_UPLOADED = "No License Uploaded"
+    UNLICENSED = "Unlicensed"
+    REJECTED = "Rejected"
+    ACCEPTED = "Accepted"
+    UNVERIFIED = "Unverified"
+    EXPIRED = "Expired"
+    PARTIALLY_LICENSED = "Partially Licensed"
+    PROCESSING = "Processing"
     LICENSED = "Licensed"
     PENDING = "Pending"
-    UNVERIFIED = "Unverified"
-    PARTIALLY_LICENSED = "Partially Licensed"
-    NO_AUDIO_UPLOADED = "No Audio Uploaded"
 
 
 class RecordingStatus(StrEnum):
     """Processing status of a sound recording."""
 
+    UPLOADING = "Uploading"
+    DOWNLOADING = "Downloading"
+    CREATED = "Created"
+    UPLOADED = "Uploaded"
+    MATCHING = "Matching"
     COMPLETE = "Complete"
     FAILED = "Failed"
 
 
 class JobStatus(StrEnum):
-    """Status of a verification job, as published plus ``Completed`` seen in examples."""
+    """Status of a verification job: today's vocabulary, then the legacy names.
+
+    Only ``CURRENT_JOB_STATUSES`` may be sent (the service refuses the others with 400);
+    ``Completed`` and ``Confirmed`` are the names used before 2025-02 and are still read.
+    """
 
     CREATED = "Created"
     DOWNLOADING = "Downloading"
@@ -42,8 +63,18 @@ class JobStatus(StrEnum):
     MATCHED = "Matched"
     PROCESSED = "Processed"
     SUBMITTED = "Submitted"
-    COMPLETED = "Completed"
     ERRORED = "Errored"
+    COMPLETED = "Completed"
+    """Legacy (before 2025-02): read, never sent."""
+    CONFIRMED = "Confirmed"
+    """Legacy (before 2025-02): read, never sent."""
+
+
+class JobType(StrEnum):
+    """Kind of verification job; the type changes which rights are required."""
+
+    VOD = "VOD"
+    ROUTINE = "Routine"
 
 
 class CheckResult(StrEnum):
@@ -55,12 +86,14 @@ class CheckResult(StrEnum):
 
 
 class LicenseSource(StrEnum):
-    """Where a song's licence comes from."""
+    """Where a song's licence comes from (the six sources the service accepts)."""
 
     SERVICE = "Service"
+    PUBLIC_DOMAIN_MUSIC = "Public Domain Music"
     BESPOKE_MUSIC = "Bespoke Music"
-    PENDING_LICENSE = "Pending License"
+    STOCK_ARRANGEMENT = "Stock Arrangement"
     OTHER = "Other"
+    PENDING_LICENSE = "Pending License"
 
 
 class SignupFieldType(StrEnum):
@@ -68,13 +101,95 @@ class SignupFieldType(StrEnum):
 
     SHORT_ANSWER = "shortAnswer"
     SINGLE_SELECT = "singleSelect"
+    MULTIPLE_SELECT = "multipleSelect"
+
+
+class ManualStatusValue(StrEnum):
+    """A person's verdict on a song, overriding the automatic one."""
+
+    MANUALLY_APPROVED = "Manually Approved"
+    MANUALLY_REJECTED = "Manually Rejected"
+    USER_UPDATED = "User Updated"
+
+
+class GrantType(StrEnum):
+    """How a bespoke agreement grants its rights."""
+
+    ALL_GRANTED = "all-granted"
+    REQUIRES_PERMISSION = "requires-permission"
+
+
+class OutputFileStatus(StrEnum):
+    """Progress of an output file made from a job's recording."""
+
+    PENDING = "Pending"
+    PROCESSING = "Processing"
+    COMPLETED = "Completed"
+    ERRORED = "Errored"
+
+
+class OutputFileOperation(StrEnum):
+    """What an output file does to the recording (``Mute``: silence unlicensed music)."""
+
+    MUTE = "Mute"
+
+
+class OutputFileType(StrEnum):
+    """Format of an output file (``Audio``: an mp3)."""
+
+    AUDIO = "Audio"
 
 
 CREATION_TAG_PREFIX = "svc-async-create:"
 """Prefix of the unique tag ``jobs.create`` adds to find a job after a lost answer."""
 
-FINISHED_JOB_STATUSES: frozenset[str] = frozenset({JobStatus.COMPLETED, JobStatus.ERRORED})
-"""Job statuses after which the service does no more work on a job."""
+CURRENT_JOB_STATUSES: tuple[JobStatus, ...] = (
+    JobStatus.CREATED,
+    JobStatus.DOWNLOADING,
+    JobStatus.DETECTING_MUSIC,
+    JobStatus.MATCHING,
+    JobStatus.MATCHED,
+    JobStatus.PROCESSED,
+    JobStatus.SUBMITTED,
+    JobStatus.ERRORED,
+)
+"""Today's job statuses, in lifecycle order: the only ones a request may carry."""
+
+LEGACY_JOB_STATUSES: frozenset[JobStatus] = frozenset({JobStatus.COMPLETED, JobStatus.CONFIRMED})
+"""Statuses of the vocabulary before 2025-02: parsed from answers, never sent."""
+
+FINISHED_JOB_STATUSES: frozenset[str] = frozenset(
+    {
+        JobStatus.PROCESSED,
+        JobStatus.SUBMITTED,
+        JobStatus.ERRORED,
+        JobStatus.COMPLETED,
+        JobStatus.CONFIRMED,
+    }
+)
+"""Statuses at which a waiting caller is done (Submitted may still follow Processed)."""
+
+FINISHED_CURRENT_JOB_STATUSES: tuple[JobStatus, ...] = tuple(
+    s for s in CURRENT_JOB_STATUSES if s in FINISHED_JOB_STATUSES
+)
+"""The finished statuses a search may ask for (Processed, Submitted, Errored)."""
+
+
+_NO_EXTRA: Mapping[str, Any] = NO_EXTRA
+"""The one shared, read-only ``extra`` of every model that has no unknown keys."""
+
+
+def _extra() -> Any:
+    """The ``extra`` field every response model ends with: JSON keys it does not model.
+
+    Read-only. It also remembers which optional keys the document left out, so that
+    ``to_dict`` leaves them out too (it does not take part in equality).
+    """
+    return attrs.field(default=_NO_EXTRA, repr=False)
+
+
+_OMIT_IF_NONE = {"omit_if_none": True}
+"""Field metadata: a request field left out of the body when None (not sent as null)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -85,6 +200,7 @@ class Logo:
     file_type: str | None = None
     file_name: str | None = None
     signed_url: str | None = None
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
@@ -99,6 +215,7 @@ class Organisation:
     parent_id: int | None = None
     is_event_producer: bool = False
     logo: Logo | None = None
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
@@ -113,6 +230,7 @@ class SignupField:
     order: int = 0
     description: str = ""
     key: str | None = None
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
@@ -128,11 +246,12 @@ class Season:
     territories: list[Any] = attrs.field(factory=list)
     invite_url: str | None = None
     signup_fields: list[SignupField] = attrs.field(factory=list)
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
 class Event:
-    """An event of an organisation, held in one territory."""
+    """An event of an organisation, held in one territory (None until the venue is set)."""
 
     id: int
     organisation_id: int
@@ -143,30 +262,61 @@ class Event:
     is_locked: bool = False
     invite_url: str | None = None
     signup_fields: list[SignupField] = attrs.field(factory=list)
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
 class LicenseChecks:
     """The licence checks of a song, one attribute per check.
 
-    A check the response omits is None (verification jobs omit the three Master* checks);
-    checks the SDK does not know are kept in ``extra`` under their JSON names.
+    A check the response omits is None (the example files omit Publishing Arrangement
+    Rights, and the three Master* checks in job answers), and ``to_dict`` leaves a None
+    check out; checks the SDK does not know are kept in ``extra`` under their JSON names.
     """
 
-    licensee_name_match: CheckResult | str | None = None
-    license_source_matches: CheckResult | str | None = None
-    title_matches: CheckResult | str | None = None
-    artists_match: CheckResult | str | None = None
-    master_choreography_rights: CheckResult | str | None = None
-    master_adaptation_rights: CheckResult | str | None = None
-    master_duplication_rights: CheckResult | str | None = None
-    publishing_choreography_rights: CheckResult | str | None = None
-    publishing_adaptation_rights: CheckResult | str | None = None
-    publishing_duplication_rights: CheckResult | str | None = None
-    valid_date: CheckResult | str | None = None
-    full_ownership: CheckResult | str | None = None
-    territory_match: dict[str, CheckResult | str] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict)
+    licensee_name_match: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "Licensee Name Match", "omit_if_none": True}
+    )
+    license_source_matches: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "License Source Matches", "omit_if_none": True}
+    )
+    title_matches: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "Title Matches", "omit_if_none": True}
+    )
+    artists_match: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "Artists Match", "omit_if_none": True}
+    )
+    master_choreography_rights: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "Master Choreography Rights", "omit_if_none": True}
+    )
+    master_adaptation_rights: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "Master Adaptation Rights", "omit_if_none": True}
+    )
+    master_duplication_rights: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "Master Duplication Rights", "omit_if_none": True}
+    )
+    publishing_choreography_rights: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "Publishing Choreography Rights", "omit_if_none": True}
+    )
+    publishing_adaptation_rights: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "Publishing Adaptation Rights", "omit_if_none": True}
+    )
+    publishing_duplication_rights: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "Publishing Duplication Rights", "omit_if_none": True}
+    )
+    publishing_arrangement_rights: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "Publishing Arrangement Rights", "omit_if_none": True}
+    )
+    valid_date: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "Valid Date", "omit_if_none": True}
+    )
+    full_ownership: CheckResult | str | None = attrs.field(
+        default=None, metadata={"json": "Full Ownership", "omit_if_none": True}
+    )
+    territory_match: dict[str, CheckResult | str] | None = attrs.field(
+        default=None, metadata={"json": "Territory Match", "omit_if_none": True}
+    )
+    extra: Mapping[str, Any] = _extra()
 
     def results(self) -> dict[str, CheckResult | str]:
         """Every present check by attribute name; territories as ``territory_match[XX]``."""
@@ -184,23 +334,14 @@ class LicenseChecks:
         return {k: v for k, v in self.results().items() if v != CheckResult.ACCEPTED}
 
 
+TERRITORY_MATCH_KEY = "Territory Match"
+
 LICENSE_CHECK_NAMES: dict[str, str] = {
-    "Licensee Name Match": "licensee_name_match",
-    "License Source Matches": "license_source_matches",
-    "Title Matches": "title_matches",
-    "Artists Match": "artists_match",
-    "Master Choreography Rights": "master_choreography_rights",
-    "Master Adaptation Rights": "master_adaptation_rights",
-    "Master Duplication Rights": "master_duplication_rights",
-    "Publishing Choreography Rights": "publishing_choreography_rights",
-    "Publishing Adaptation Rights": "publishing_adaptation_rights",
-    "Publishing Duplication Rights": "publishing_duplication_rights",
-    "Valid Date": "valid_date",
-    "Full Ownership": "full_ownership",
+    f.metadata["json"]: f.name
+    for f in attrs.fields(LicenseChecks)
+    if "json" in f.metadata and f.metadata["json"] != TERRITORY_MATCH_KEY
 }
 """JSON key of each simple licence check -> its attribute on LicenseChecks."""
-
-TERRITORY_MATCH_KEY = "Territory Match"
 
 
 @attrs.frozen(kw_only=True)
@@ -209,6 +350,7 @@ class LicenseRight:
 
     name: str
     variant: str | None = None
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
@@ -221,14 +363,16 @@ class SvcLicense:
     download_url: str | None = None
     rights: list[LicenseRight] = attrs.field(factory=list)
     territories: list[str] = attrs.field(factory=list)
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
 class ExternalLicenseFile:
-    """A licence file supplied with an entry or job; ``download_url`` is signed."""
+    """A licence file supplied with an entry or job; ``download_url`` is signed, or None."""
 
     id: int
-    download_url: str
+    download_url: str | None = None
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
@@ -238,6 +382,63 @@ class ExternalLicense:
     id: int
     source_name: str | None = None
     files: list[ExternalLicenseFile] = attrs.field(factory=list)
+    extra: Mapping[str, Any] = _extra()
+
+
+@attrs.frozen(kw_only=True)
+class LicensedUses:
+    """What a bespoke agreement allows; None means the agreement does not say."""
+
+    master_copy_and_distribute: bool | None = None
+    master_choreography: bool | None = None
+    publishing_copy_and_distribute: bool | None = None
+    publishing_choreography: bool | None = None
+    extra: Mapping[str, Any] = _extra()
+
+
+@attrs.frozen(kw_only=True)
+class BespokeRightsholder:
+    """Who sold a bespoke licence."""
+
+    name: str | None = None
+    email: str | None = None
+    extra: Mapping[str, Any] = _extra()
+
+
+@attrs.frozen(kw_only=True)
+class BespokeAgreement:
+    """A licence agreed directly with a rightsholder (licence source Bespoke Music)."""
+
+    id: int
+    territories: list[str] = attrs.field(factory=list)
+    date_sold: dt.datetime | None = None
+    license_start: dt.datetime | None = None
+    license_expiry: dt.datetime | None = None
+    grant_type: GrantType | str | None = None
+    licensed_uses: LicensedUses | None = None
+    date_submitted: dt.datetime | None = None
+    bespoke_rightsholder: BespokeRightsholder | None = None
+    extra: Mapping[str, Any] = _extra()
+
+
+@attrs.frozen(kw_only=True)
+class Composer:
+    """A composer named in a public-domain proof; ``year_died`` when known."""
+
+    name: str
+    year_died: int | None = None
+    extra: Mapping[str, Any] = _extra()
+
+
+@attrs.frozen(kw_only=True)
+class PublicDomainProof:
+    """Why a song is in the public domain (licence source Public Domain Music)."""
+
+    composers: list[Composer] = attrs.field(factory=list)
+    iswc: str | None = None
+    source: str | None = None
+    notes: str | None = None
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
@@ -245,24 +446,39 @@ class LicenseData:
     """Where a song's licence comes from, with the licence itself when known."""
 
     license_source: LicenseSource | str | None = None
-    bespoke_agreement: dict[str, Any] | None = None
+    bespoke_agreement: BespokeAgreement | None = None
     svc_license: SvcLicense | None = None
     external_license: ExternalLicense | None = None
-    public_domain_proof: dict[str, Any] | None = None
+    public_domain_proof: PublicDomainProof | None = None
+    extra: Mapping[str, Any] = _extra()
+
+
+@attrs.frozen(kw_only=True)
+class ManualStatus:
+    """A person's verdict on a song (``status`` None when cleared) and their note."""
+
+    status: ManualStatusValue | str | None = None
+    details: str | None = None
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
 class Song:
-    """A song found in a sound recording, with its licence verdict."""
+    """A song found in a sound recording, with its licence verdict.
+
+    ``license_checks`` and ``license_data`` are None for a song not yet checked.
+    ``svc_mix_id`` is a number today (a string in the example files: kept as it came).
+    ``manual_status`` is a ManualStatus, or the plain string older answers carried.
+    """
 
     title: str
     artists: str
     start_time: float
     end_time: float
     license_status: LicenseStatus | str
-    license_checks: LicenseChecks = attrs.field(factory=LicenseChecks)
-    license_data: LicenseData = attrs.field(factory=LicenseData)
-    svc_mix_id: str | None = None
+    license_checks: LicenseChecks | None = None
+    license_data: LicenseData | None = None
+    svc_mix_id: int | str | None = None
     svc_id: str | None = None
     composer: str | None = None
     isrc: str | None = None
@@ -272,7 +488,8 @@ class Song:
     tunecode: str | None = None
     upc: str | None = None
     year_of_release: int | None = None
-    manual_status: str | None = None
+    manual_status: ManualStatus | str | None = None
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
@@ -286,7 +503,9 @@ class SoundRecording:
     license_status: LicenseStatus | str
     status: RecordingStatus | str
     songs_confirmed_at: dt.datetime | None = None
+    md5_hash: str | None = None
     songs: list[Song] = attrs.field(factory=list)
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
@@ -296,6 +515,7 @@ class EntryField:
     signup_field_id: int
     value: str | list[str] | None = None
     key: str | None = None
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
@@ -307,6 +527,7 @@ class Entry:
     email: str | None = None
     fields: list[EntryField] = attrs.field(factory=list)
     sound_recording: SoundRecording | None = None
+    extra: Mapping[str, Any] = _extra()
 
     def field(self, key: str) -> str | list[str] | None:
         """The value of the entry field with ``key`` (e.g. ``"division"``), or None."""
@@ -317,8 +538,30 @@ class Entry:
 
 
 @attrs.frozen(kw_only=True)
+class OutputFile:
+    """A file made from a job's recording (e.g. muted audio); links last at most 7 days."""
+
+    id: int
+    verification_job_id: int
+    status: OutputFileStatus | str
+    download_url: str | None = None
+    operation: OutputFileOperation | str | None = None
+    file_type: OutputFileType | str | None = None
+    extra: Mapping[str, Any] = _extra()
+
+    @property
+    def is_ready(self) -> bool:
+        """True when the file is made and has a download link."""
+        return self.status == OutputFileStatus.COMPLETED and self.download_url is not None
+
+
+@attrs.frozen(kw_only=True)
 class VerificationJob:
-    """A verification job. Processing is asynchronous: see ``is_finished``."""
+    """A verification job. Processing is asynchronous: see ``is_finished``.
+
+    ``edit_url`` lets whoever holds it view or claim the job; ``is_claimed`` says whether
+    someone has. ``type`` is VOD or Routine; ``output_files`` are the files made for it.
+    """
 
     id: int
     organisation_id: int
@@ -333,10 +576,19 @@ class VerificationJob:
     end_date: dt.datetime | None = None
     tags: list[str] = attrs.field(factory=list)
     recording: SoundRecording | None = None
+    edit_url: str | None = None
+    is_claimed: bool | None = None
+    type: JobType | str | None = None
+    output_files: list[OutputFile] = attrs.field(factory=list)
+    output_file_type: OutputFileType | str | None = None
+    extra: Mapping[str, Any] = _extra()
 
     @property
     def is_finished(self) -> bool:
-        """True once the service will do no more work: Completed, Errored, or an error message."""
+        """True once a waiting caller is done: a finished status, or an error message.
+
+        Finished: Processed, Submitted, Errored, or legacy Completed/Confirmed.
+        """
         return self.status in FINISHED_JOB_STATUSES or bool(self.error_message)
 
     @property
@@ -352,15 +604,21 @@ class VerificationJob:
 
 @attrs.frozen(kw_only=True)
 class JobSearchResults:
-    """One page of a job search; ``count`` is the total over all pages."""
+    """One page of a job search; ``count`` is the total over all pages.
+
+    The service calls the list ``results`` (``jobs`` before 2025-01); ``list_key`` says
+    which name the answer used, so ``to_dict`` gives it back.
+    """
 
     jobs: list[VerificationJob]
     count: int
+    list_key: str = "results"
+    extra: Mapping[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True)
 class LicenseDetails:
-    """Licence files supplied with a verification job."""
+    """Licence files supplied with a verification job (none for Service, Pending License)."""
 
     license_source: LicenseSource | str
     license_source_name: str
@@ -368,19 +626,40 @@ class LicenseDetails:
 
 
 @attrs.frozen(kw_only=True)
+class OutputFileRequest:
+    """Ask for an output file when a (VOD) job finishes processing.
+
+    ``callback_url``: the service POSTs the finished OutputFile there. Omitted
+    ``file_type``/``callback_url`` are left out of the body.
+    """
+
+    operation: OutputFileOperation | str = OutputFileOperation.MUTE
+    file_type: OutputFileType | str | None = attrs.field(default=None, metadata=_OMIT_IF_NONE)
+    callback_url: str | None = attrs.field(default=None, metadata=_OMIT_IF_NONE)
+
+
+@attrs.frozen(kw_only=True)
 class JobRequest:
-    """The body of Create Verification Job. Dates go out as ``YYYY-MM-DD``."""
+    """The body of Create Verification Job. Dates go out as ``YYYY-MM-DD``.
+
+    ``email`` and ``external_id`` are always sent (``null`` when None), as the service
+    requires the keys; ``external_id`` left unset goes out as ``""``, as it always has.
+    ``type`` and ``output_file`` are left out of the body when None (the service then
+    makes a Routine job with no output file).
+    """
 
     name: str
-    email: str
+    email: str | None
     organisation_id: int
     audio_file_url: str
     start_date: dt.date
     end_date: dt.date
     required_territories: list[str] = attrs.field(factory=list)
-    external_id: str = ""
+    external_id: str | None = ""
     tags: list[str] = attrs.field(factory=list)
     license_details: list[LicenseDetails] = attrs.field(factory=list)
+    type: JobType | str | None = attrs.field(default=None, metadata=_OMIT_IF_NONE)
+    output_file: OutputFileRequest | None = attrs.field(default=None, metadata=_OMIT_IF_NONE)
 
 
 @attrs.frozen(kw_only=True)

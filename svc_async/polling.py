@@ -1,9 +1,11 @@
 """Waiting for verification jobs: ``PollPolicy`` and the pollers behind ``jobs.wait``.
 
 A single job is polled with ``jobs.get`` on a growing, jittered interval until it is
-finished. With ``Client(..., webhooks=receiver)`` the wait also wakes on the job's
-webhook delivery, confirms with one ``get``, and meanwhile polls only slowly in case the
-delivery never comes. Many jobs are watched together with one tag search per tick
+finished: Processed, Submitted or Errored, the legacy Completed/Confirmed, or any job
+with an ``errorMessage`` (``PollPolicy.finished_statuses``). With
+``Client(..., webhooks=receiver)`` the wait also wakes on the job's webhook delivery,
+confirms with one ``get``, and meanwhile polls only slowly in case the delivery never
+comes. Many jobs are watched together with one tag search per tick
 (``wait_many``) instead of one poll loop each.
 
 Transient failures of a poll (transport errors, 5xx, 429 after the client's own retries)
@@ -19,20 +21,28 @@ import inspect
 import logging
 import math
 import random
+import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
 
 from . import _validate as v
-from .errors import JobWaitTimeout, RateLimitError, ServerError, SvcError, TransportError
-from .models import FINISHED_JOB_STATUSES, JobRequest, VerificationJob
+from .errors import (
+    BadRequestError,
+    JobWaitTimeout,
+    RateLimitError,
+    ServerError,
+    SvcError,
+    TransportError,
+)
+from .models import CURRENT_JOB_STATUSES, FINISHED_JOB_STATUSES, JobRequest, VerificationJob
 from .webhooks import WebhookReceiver, _Subscription
 
 if TYPE_CHECKING:
     from .resources.jobs import Jobs
 
-logger = logging.getLogger("svc_async.polling")
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "JobIds",
@@ -72,37 +82,103 @@ def _statuses(value: Iterable[str]) -> frozenset[str]:
     return frozenset(str(s) for s in value)
 
 
-@attrs.frozen(kw_only=True)
-class PollPolicy:
-    """How ``jobs.wait`` polls: interval ``n`` is ``min(max_interval, initial *
-    multiplier ** (n - 1))``, randomly stretched or shrunk by up to ``jitter`` (a fraction).
+_OLD_NAMES = {
+    "initial": "wait_initial",
+    "multiplier": "wait_exp_base",
+    "max_interval": "wait_max",
+    "jitter": "wait_jitter",
+}
+"""PollPolicy's names before it spoke RetryPolicy's (stamina's) vocabulary: deprecated."""
 
-    The defaults suit jobs of seconds to minutes: a 2 s job costs about 3 gets, a minute
-    about 10, and a finished job is noticed within ``max_interval`` (15 s) at worst.
-    ``timeout`` bounds the whole wait (None: no limit). ``finished_statuses`` are the
-    statuses after which no more work is done (a non-empty ``errorMessage`` also ends a
-    wait); unknown statuses mean "still running". While a webhook receiver is attached,
-    intervals are multiplied by ``webhook_factor`` since the delivery should come first.
+
+_DEFAULT_WAITS = {"wait_initial": 1.0, "wait_exp_base": 1.5, "wait_max": 15.0, "wait_jitter": 0.1}
+
+
+def _renamed(old: str) -> str:
+    new = _OLD_NAMES[old]
+    return f"PollPolicy({old}=...) is deprecated; use {new}= (the name RetryPolicy uses)"
+
+
+@attrs.frozen(kw_only=True, init=False)
+class PollPolicy:
+    """How ``jobs.wait`` polls, in the backoff words of ``RetryPolicy``.
+
+    The pause after poll ``n`` is ``min(wait_max, wait_initial * wait_exp_base ** (n -
+    1))`` seconds, stretched or shrunk at random by up to ``wait_jitter`` (a fraction of
+    the pause: 0.1 is +/-10 %). The defaults suit jobs of seconds to minutes: a 2 s job
+    costs about 3 gets, a minute about 10, and a finished job is noticed within
+    ``wait_max`` (15 s) at worst.
+
+    ``timeout`` bounds the **whole wait**, every poll and pause included (None: no
+    limit); each poll is one ``jobs.get`` under the client's own per-request timeout.
+    ``finished_statuses`` end a wait (so does a non-empty ``errorMessage``); unknown
+    statuses mean "still running". While a webhook receiver is attached, pauses are
+    multiplied by ``webhook_factor`` since the delivery should come first.
+
+    The names ``initial``, ``multiplier``, ``max_interval`` and ``jitter`` still work, as
+    arguments and attributes, with a ``DeprecationWarning``; they go in the next release.
     """
 
-    initial: float = 1.0
-    multiplier: float = 1.5
-    max_interval: float = 15.0
-    jitter: float = 0.1
+    wait_initial: float = 1.0
+    wait_exp_base: float = 1.5
+    wait_max: float = 15.0
+    wait_jitter: float = 0.1
     timeout: float | None = 600.0
     finished_statuses: frozenset[str] = attrs.field(
         default=FINISHED_JOB_STATUSES, converter=_statuses
     )
     webhook_factor: float = 4.0
 
+    def __init__(
+        self,
+        *,
+        wait_initial: float = 1.0,
+        wait_exp_base: float = 1.5,
+        wait_max: float = 15.0,
+        wait_jitter: float = 0.1,
+        timeout: float | None = 600.0,
+        finished_statuses: Iterable[str] = FINISHED_JOB_STATUSES,
+        webhook_factor: float = 4.0,
+        initial: float | None = None,
+        multiplier: float | None = None,
+        max_interval: float | None = None,
+        jitter: float | None = None,
+    ) -> None:
+        waits = {
+            "wait_initial": wait_initial,
+            "wait_exp_base": wait_exp_base,
+            "wait_max": wait_max,
+            "wait_jitter": wait_jitter,
+        }
+        old = {
+            "initial": initial,
+            "multiplier": multiplier,
+            "max_interval": max_interval,
+            "jitter": jitter,
+        }
+        for name, value in old.items():
+            if value is None:
+                continue
+            new = _OLD_NAMES[name]
+            warnings.warn(_renamed(name), DeprecationWarning, stacklevel=2)
+            if waits[new] != _DEFAULT_WAITS[new]:
+                raise TypeError(f"PollPolicy got both {name}= and {new}=; pass only {new}=")
+            waits[new] = value
+        self.__attrs_init__(
+            **waits,
+            timeout=timeout,
+            finished_statuses=finished_statuses,
+            webhook_factor=webhook_factor,
+        )
+
     def __attrs_post_init__(self) -> None:
-        _positive(self.initial, "initial")
-        _positive(self.max_interval, "max_interval")
+        _positive(self.wait_initial, "wait_initial")
+        _positive(self.wait_max, "wait_max")
         _positive(self.webhook_factor, "webhook_factor")
-        if isinstance(self.multiplier, bool) or not self.multiplier >= 1:
-            raise ValueError(f"multiplier must be at least 1, got {self.multiplier!r}")
-        if isinstance(self.jitter, bool) or not 0 <= self.jitter < 1:
-            raise ValueError(f"jitter must be a fraction in [0, 1), got {self.jitter!r}")
+        if isinstance(self.wait_exp_base, bool) or not self.wait_exp_base >= 1:
+            raise ValueError(f"wait_exp_base must be at least 1, got {self.wait_exp_base!r}")
+        if isinstance(self.wait_jitter, bool) or not 0 <= self.wait_jitter < 1:
+            raise ValueError(f"wait_jitter must be a fraction in [0, 1), got {self.wait_jitter!r}")
         if self.timeout is not None:
             _positive(self.timeout, "timeout")
         if self.webhook_factor < 1:
@@ -110,13 +186,37 @@ class PollPolicy:
         if not self.finished_statuses:
             raise ValueError("finished_statuses must not be empty")
 
+    @property
+    def initial(self) -> float:
+        """Deprecated name of ``wait_initial``."""
+        warnings.warn(_renamed("initial"), DeprecationWarning, stacklevel=2)
+        return self.wait_initial
+
+    @property
+    def multiplier(self) -> float:
+        """Deprecated name of ``wait_exp_base``."""
+        warnings.warn(_renamed("multiplier"), DeprecationWarning, stacklevel=2)
+        return self.wait_exp_base
+
+    @property
+    def max_interval(self) -> float:
+        """Deprecated name of ``wait_max``."""
+        warnings.warn(_renamed("max_interval"), DeprecationWarning, stacklevel=2)
+        return self.wait_max
+
+    @property
+    def jitter(self) -> float:
+        """Deprecated name of ``wait_jitter``."""
+        warnings.warn(_renamed("jitter"), DeprecationWarning, stacklevel=2)
+        return self.wait_jitter
+
     def interval(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after poll number ``attempt`` (1-based), jitter included."""
         exponent = min(max(attempt, 1) - 1, 1000)
-        base = min(self.max_interval, self.initial * self.multiplier**exponent)
-        if not self.jitter:
+        base = min(self.wait_max, self.wait_initial * self.wait_exp_base**exponent)
+        if not self.wait_jitter:
             return base
-        return base * (rng or random).uniform(1 - self.jitter, 1 + self.jitter)
+        return base * (rng or random).uniform(1 - self.wait_jitter, 1 + self.wait_jitter)
 
     def is_finished(self, job: VerificationJob) -> bool:
         """Whether ``job`` is finished under this policy (status or an error message)."""
@@ -139,7 +239,7 @@ def _limit(timeout: float | None, policy: PollPolicy) -> float | None:
 
 
 def _receiver(jobs: Jobs) -> WebhookReceiver | None:
-    receiver = getattr(jobs._client, "webhooks", None)
+    receiver = getattr(jobs, "webhooks", None)
     return receiver if isinstance(receiver, WebhookReceiver) else None
 
 
@@ -333,9 +433,26 @@ class _Many:
         self.safety: list[int] = []
         self.urgent: set[int] = set()
         self.error: SvcError | None = None
+        current = {str(s) for s in CURRENT_JOB_STATUSES}
+        # Only statuses of the service's current list may be searched for (it refuses
+        # the legacy Completed/Confirmed with 400).
+        self.statuses: list[str] = [
+            str(s) for s in CURRENT_JOB_STATUSES if str(s) in policy.finished_statuses
+        ]
+        self._unsearchable = policy.finished_statuses - current
+        self.searched = False
+        """Whether a search was made: the first is unfiltered, to see finished jobs in
+        any vocabulary (and learn whether the service still ends jobs at legacy names)."""
 
     def note(self, job: VerificationJob) -> VerificationJob | None:
         """Record a snapshot; returns it when it finishes a pending job."""
+        if self.statuses and str(job.status) in self._unsearchable:
+            # A service still ending jobs at a legacy status: a search filtered by the
+            # current finished statuses would never see them, so search unfiltered.
+            logger.info(
+                "job %d finished at %s: searching without a status filter", job.id, job.status
+            )
+            self.statuses = []
         if job.id not in self.pending:
             return None
         self.pending[job.id] = job
@@ -368,6 +485,13 @@ class _Many:
                 logger.warning("job search failed (%s); will try again", type(exc).__name__)
                 self.error = exc
                 return None
+            except BadRequestError:
+                if not statuses:
+                    raise
+                # A service of the older vocabulary refuses today's statuses: stop filtering.
+                logger.info("the service refused the status filter; searching without it")
+                self.statuses = []
+                return await self.search((), clock)
             found.extend(page.jobs)
             offset += len(page.jobs)
             if not page.jobs or offset >= page.count:
@@ -409,7 +533,6 @@ async def _many(
     if receiver is not None:
         subs = [receiver._subscribe(job_id, wake) for job_id in ids]
     factor = policy.webhook_factor if receiver is not None else 1.0
-    statuses = sorted(policy.finished_statuses)
     rng = random.Random()
     tick = 0
     try:
@@ -426,10 +549,13 @@ async def _many(
                     if (done := state.note(job)) is not None:
                         finished.append(done)
                     if state.tags:
+                        state.searched = True
                         for found in await state.search((), clock) or []:
                             if (done := state.note(found)) is not None:
                                 finished.append(done)
             elif state.tags and state.covered:
+                statuses = state.statuses if state.searched else []
+                state.searched = True
                 for found in await state.search(statuses, clock) or []:
                     if (done := state.note(found)) is not None:
                         finished.append(done)
@@ -479,13 +605,16 @@ def wait_many(
 
     When the jobs share ``tag`` (given, or else found from the first job's tags), each
     tick is one search for finished jobs with that tag; jobs the search does not cover
-    are read with ``get`` in small round-robin batches. ``JobWaitTimeout`` (with one
-    still-pending job's last snapshot, or None) when ``timeout`` passes.
+    are read with ``get`` in small round-robin batches. The first search is unfiltered;
+    later ones carry only the finished statuses of the service's current list, and none
+    once the service shows it ends jobs at a legacy status or refuses the filter.
+    ``timeout`` bounds the whole wait: ``JobWaitTimeout`` (with one still-pending job's
+    last snapshot, or None) when it passes.
     """
     if isinstance(job_ids, str | bytes):
         raise TypeError("job_ids must be a collection of ints")
     ids = list(dict.fromkeys(v.positive_id(i, "job_ids[]") for i in job_ids))
     if tag is not None:
-        v.tags([tag], "tag")
+        v.string(tag, "tag", allow_empty=True)  # a search tag: any length
     chosen = _policy(policy)
     return _many(jobs, ids, tag, chosen, _limit(timeout, chosen))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import yarl
 
@@ -64,3 +65,14 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     text = _URL_RE.sub(lambda m: redact_url(m.group(1)), text)
     text = _BEARER_RE.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     return _JSON_SECRET_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}{m.group(2)}", text)
+
+
+def redact_value(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """Redact every string inside decoded JSON (or a plain string) with ``redact_text``."""
+    if isinstance(value, str):
+        return redact_text(value, secrets)
+    if isinstance(value, dict):
+        return {k: redact_value(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_value(v, secrets) for v in value]
+    return value

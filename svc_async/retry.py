@@ -20,6 +20,23 @@ RETRYABLE_STATUSES: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504})
 EPOCH_THRESHOLD = 1_000_000_000
 """A reset or Retry-After value above this is an epoch time, not a number of seconds."""
 
+EPOCH_MS_THRESHOLD = 100_000_000_000
+"""Above this, an epoch time is in milliseconds."""
+
+MAX_SERVER_WAIT = 86_400.0
+"""A wait the server names beyond a day is absurd and read as unknown (None)."""
+
+
+def _sane(seconds: float, now: float | None) -> float | None:
+    """Seconds from a header value: epoch (s or ms) converted, absurd values unknown."""
+    if seconds > EPOCH_MS_THRESHOLD:
+        seconds /= 1000.0
+    if seconds > EPOCH_THRESHOLD:
+        seconds -= time.time() if now is None else now
+    seconds = max(0.0, seconds)
+    return None if seconds > MAX_SERVER_WAIT else seconds
+
+
 _testing = False
 
 
@@ -102,16 +119,16 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     else:
         if seconds != seconds or seconds in (float("inf"), float("-inf")):
             return None
-        if seconds > EPOCH_THRESHOLD:
-            seconds -= time.time() if now is None else now
-    return max(0.0, seconds)
+        return _sane(seconds, now)
+    return None if seconds > MAX_SERVER_WAIT else max(0.0, seconds)
 
 
 def parse_reset(value: str | None, now: float | None = None) -> float | None:
     """Seconds until the rate window resets, from ``x-ratelimit-reset``.
 
     The service sends seconds until reset (``60``); a value that looks like an epoch
-    time (above 10**9) is read as one. Negative or garbage values give None.
+    time (above 10**9; above 10**11 in milliseconds) is read as one. Negative, garbage
+    and absurd values (more than a day away) give None.
     """
     if value is None:
         return None
@@ -121,9 +138,7 @@ def parse_reset(value: str | None, now: float | None = None) -> float | None:
         return None
     if seconds != seconds or seconds in (float("inf"), float("-inf")) or seconds < 0:
         return None
-    if seconds > EPOCH_THRESHOLD:
-        seconds = max(0.0, seconds - (time.time() if now is None else now))
-    return seconds
+    return _sane(seconds, now)
 
 
 def server_wait(status: int, headers: Mapping[str, str]) -> float | None:

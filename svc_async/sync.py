@@ -28,7 +28,7 @@ import builtins
 import datetime as dt
 import email.utils
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +41,12 @@ from .errors import SvcError
 from .models import Entry
 
 if TYPE_CHECKING:
-    from .resources.entries import Entries
+    from .pipeline import ResponseMeta
+
+FetchEvent = Callable[
+    [int, "dt.datetime | None"], Awaitable["tuple[builtins.list[Entry], ResponseMeta | None]"]
+]
+"""Fetch one event's entries updated after a time, with the answer's metadata."""
 
 logger = logging.getLogger("svc_async")
 
@@ -139,14 +144,18 @@ class SyncResult:
 
 
 async def sync_entries(
-    resource: Entries,
+    fetch_event: FetchEvent,
     event_ids: Iterable[int],
     state: SyncState | None = None,
     *,
     concurrency: int = 8,
     margin: dt.timedelta = DEFAULT_MARGIN,
 ) -> SyncResult:
-    """Fetch what changed in ``event_ids`` since ``state`` (None: everything)."""
+    """Fetch what changed in ``event_ids`` since ``state`` (None: everything).
+
+    ``fetch_event(event_id, updated_after)`` returns an event's entries with the
+    metadata of the response that carried them (its ``date`` is the server's clock).
+    """
     ids = bulk.unique_ids(event_ids, "event_ids")
     limit = bulk.check_concurrency(concurrency)
     if state is None:
@@ -164,17 +173,25 @@ async def sync_entries(
     async def fetch(event_id: int) -> builtins.list[Entry]:
         cursor = cursors.get(event_id)
         since = None if cursor is None else cursor.since
-        return await resource.for_event(event_id, updated_after=since)
+        entries, _ = await fetch_event(event_id, since)
+        return entries
 
     changes: dict[int, list[Entry]] = {}
     errors: dict[int, SvcError] = {}
     # The first call alone: every other event is then answered after its Date.
     first, rest = ids[0], ids[1:]
+    server_date: str | None = None
     try:
-        fetched: list[Entry] | SvcError = await fetch(first)
+        cursor = cursors.get(first)
+        fetched: list[Entry] | SvcError
+        fetched, meta = await fetch_event(first, None if cursor is None else cursor.since)
+        server_date = None if meta is None else meta.date
     except SvcError as exc:
         fetched = exc
-    server_time = _server_time(resource)
+        # An error answer carries the server's clock too (a 500 still has a Date).
+        headers = getattr(exc, "headers", None)
+        server_date = headers.get("Date") if isinstance(headers, Mapping) else None
+    server_time = _parse_date(server_date)
     watermark = None if server_time is None else server_time - margin
     if server_time is None:
         logger.warning("no Date header from the service; sync watermarks stay where they were")
@@ -231,9 +248,8 @@ def _pair_order(pair: tuple[int, dt.datetime | None]) -> tuple[int, float]:
     return pair[0], -1.0 if pair[1] is None else pair[1].timestamp()
 
 
-def _server_time(resource: Entries) -> dt.datetime | None:
-    """The ``Date`` of the client's last response, parsed; None when absent or bad."""
-    raw = getattr(resource._client, "server_date", None)
+def _parse_date(raw: str | None) -> dt.datetime | None:
+    """A ``Date`` header parsed; None when absent or bad."""
     if not isinstance(raw, str):
         return None
     try:

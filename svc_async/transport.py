@@ -8,6 +8,7 @@ function instead of the network, for tests.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -19,13 +20,11 @@ import orjson
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from ._incremental import STREAM_DECODE
 from .errors import (
     ConnectError,
     ConnectionLostError,
     ConnectTimeout,
     RequestTimeout,
-    ResponseDecodeError,
     ResponseTooLargeError,
     TransportError,
 )
@@ -33,8 +32,6 @@ from .redact import redact_headers, redact_text, redact_url
 
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
 """Largest API response body accepted, after decompression (bytes)."""
-
-_STREAM_CHUNK = 64 * 1024
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -186,6 +183,7 @@ class AiohttpTransport:
         self._ssl = ssl
         self.max_body_size = max_body_size
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: dict[Timeout | None, aiohttp.ClientTimeout] = {}
 
     def __repr__(self) -> str:
@@ -194,7 +192,14 @@ class AiohttpTransport:
     def _get_session(self) -> aiohttp.ClientSession:
         if self._closed:
             raise TransportError("transport is closed")
+        loop = self._loop
+        if self._session is not None and self._owns_session and loop and loop.is_closed():
+            # Used again after its event loop ended (a second asyncio.run()): the old
+            # session's connections died with that loop; start fresh in this one.
+            _abandon(self._session)
+            self._session = None
         if self._session is None:
+            self._loop = asyncio.get_running_loop()
             connector = aiohttp.TCPConnector(
                 limit=self._limit,
                 limit_per_host=self._limit_per_host,
@@ -229,18 +234,11 @@ class AiohttpTransport:
 
     async def send(self, request: Request) -> Response:
         """Send ``request``; every aiohttp failure comes back as a redacted TransportError."""
-        decoder = STREAM_DECODE.get()
         try:
             async with self._open(request) as resp:
-                if decoder is not None and decoder.wants(
-                    request.url.path, resp.status, resp.headers
-                ):  # a big answer, structured as it streams (svc_async._incremental)
-                    chunks = resp.content.iter_chunked(_STREAM_CHUNK)
-                    content = await decoder.read(resp.status, chunks, self.max_body_size)
-                else:
-                    content = await self._read_body(resp)
+                content = await self._read_body(resp)
                 return Response(status=resp.status, headers=resp.headers, content=content)
-        except (TransportError, ResponseDecodeError):
+        except TransportError:
             raise
         except Exception as exc:
             raise _wrap_error(exc, request) from None
@@ -285,8 +283,34 @@ class AiohttpTransport:
         """Close the session if this transport created it."""
         self._closed = True
         if self._session is not None and self._owns_session:
-            await self._session.close()
+            if self._loop is not None and self._loop.is_closed():
+                _abandon(self._session)  # its loop is gone: close the sockets directly
+            else:
+                await self._session.close()
         self._session = None
+
+
+def _abandon(session: aiohttp.ClientSession) -> None:
+    """Drop a session whose loop is closed: close its sockets without that loop."""
+    connector = session.connector
+    conns = getattr(connector, "_conns", None)
+    if isinstance(conns, dict):
+        for entries in conns.values():
+            for protocol, _ in entries:
+                transport = getattr(protocol, "transport", None)
+                sock = getattr(transport, "_sock", None)  # asyncio's selector transport
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.close()
+                    # Without its loop the transport cannot close itself; mark it closed.
+                    transport._sock = None  # type: ignore[union-attr]
+        conns.clear()
+    # Mark both closed so neither warns "Unclosed" when collected.
+    with contextlib.suppress(Exception):
+        session._connector = None
+    with contextlib.suppress(Exception):
+        if connector is not None:
+            connector._closed = True
 
 
 def _wrap_error(exc: BaseException, request: Request) -> TransportError:

@@ -1,57 +1,75 @@
-"""Job status webhooks: parse the ``{id, status}`` payload and receive deliveries in aiohttp.
+"""Webhooks: parse every published payload and receive deliveries in aiohttp.
 
-The service signs nothing; its advice is a shared secret in the webhook URL's query
-string (``https://you.example/webhooks/svc?key=...``), which ``WebhookReceiver`` checks
-in constant time before anything else happens. Parsing is pure (``parse_status_update``);
-the receiver answers at once and runs callbacks in background tasks it tracks, drops
-duplicate deliveries, ignores test deliveries, and wakes ``jobs.wait`` calls of a
-``Client(..., webhooks=receiver)``.
+Three kinds arrive, told apart by their shape: a job status update ``{id, status}``, an
+entry update ``{entry, eventId}`` or ``{entry, seasonId}`` (the full Entry), and an
+output file (``{id, verificationJobId, status, downloadURL, ...}``, POSTed to the
+``callbackURL`` given at job creation). The service signs nothing; its advice is a
+shared secret in the webhook URL's query string (``https://you.example/webhooks/svc?key=...``),
+which ``WebhookReceiver`` checks in constant time before anything else happens. Parsing
+is pure (``parse_delivery`` and one ``parse_...`` per kind); the receiver answers at once
+and runs each kind's callbacks in background tasks it tracks, drops duplicate
+deliveries, ignores test deliveries, and wakes ``jobs.wait`` calls of a
+``Client(..., webhooks=receiver)``. ``feed_sync_state`` lets entry updates advance an
+``entries.sync`` state, so a later sync does not report them again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import inspect
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import attrs
 import orjson
 
-from .errors import SvcError, WebhookVerificationError
-from .models import JobStatus
+from .errors import ResponseDecodeError, SvcError, WebhookVerificationError
+from .models import Entry, JobStatus, OutputFile
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-logger = logging.getLogger("svc_async.webhooks")
+    from .sync import SyncState
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_PATH",
+    "Delivery",
+    "EntryCallback",
+    "EntryUpdate",
     "JobStatusUpdate",
+    "OutputFileCallback",
+    "OutputFileUpdate",
     "ReceiverStats",
     "StatusCallback",
     "Verifier",
     "WebhookPayloadError",
     "WebhookReceiver",
+    "feed_sync_state",
+    "parse_delivery",
+    "parse_entry_update",
+    "parse_output_file",
     "parse_status_update",
 ]
 
 DEFAULT_PATH = "/webhooks/svc"
 """Where ``WebhookReceiver.routes`` and ``app`` mount the handler by default."""
 
-MAX_BODY = 64 * 1024
-"""Largest delivery body accepted (the real payload is a few dozen bytes)."""
+MAX_BODY = 4 * 1024 * 1024
+"""Largest delivery body accepted: a status update is a few dozen bytes, but an entry
+update carries the whole Entry with its songs and licence data."""
 
 _JOB_STATUSES = {s.value: s for s in JobStatus}
 
 
 class WebhookPayloadError(SvcError, ValueError):
-    """A webhook body is not a valid job status update (bad JSON, missing or mistyped field)."""
+    """A webhook body is not a valid delivery (bad JSON, missing or mistyped field)."""
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -64,8 +82,44 @@ class JobStatusUpdate:
     is_test: bool = False
 
 
+@attrs.frozen(slots=True, kw_only=True)
+class EntryUpdate:
+    """An entry changed: the full ``entry`` and the event or season it belongs to
+    (exactly one of ``event_id``/``season_id`` is set). ``is_test``: a test delivery."""
+
+    entry: Entry
+    event_id: int | None = None
+    season_id: int | None = None
+    is_test: bool = False
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class OutputFileUpdate:
+    """An output file made for a job (e.g. its muted audio) was POSTed to the job's
+    ``callbackURL``; ``output_file.download_url`` is valid for at most 7 days."""
+
+    output_file: OutputFile
+    is_test: bool = False
+
+    @property
+    def job_id(self) -> int:
+        """The verification job the file was made for."""
+        return self.output_file.verification_job_id
+
+
+Delivery = JobStatusUpdate | EntryUpdate | OutputFileUpdate
+"""Any parsed webhook delivery."""
+
 StatusCallback = Callable[[JobStatusUpdate], Awaitable[None] | None]
 """A status-update callback: a plain function or a coroutine function."""
+
+EntryCallback = Callable[[EntryUpdate], Awaitable[None] | None]
+"""An entry-update callback: a plain function or a coroutine function."""
+
+OutputFileCallback = Callable[[OutputFileUpdate], Awaitable[None] | None]
+"""An output-file callback: a plain function or a coroutine function."""
+
+_U = TypeVar("_U", JobStatusUpdate, EntryUpdate, OutputFileUpdate)
 
 Verifier = Callable[["web.Request", bytes], Awaitable[None] | None]
 """A hook run on each delivery (request and raw body) before parsing; it raises
@@ -88,9 +142,9 @@ def _load(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
     return data
 
 
-def _job_id(value: Any) -> int:
+def _job_id(value: Any, field: str = "id") -> int:
     if isinstance(value, bool):
-        raise WebhookPayloadError("webhook field 'id' must be an integer, got a boolean")
+        raise WebhookPayloadError(f"webhook field {field!r} must be an integer, got a boolean")
     if isinstance(value, int):
         return value
     if isinstance(value, str) and value.isascii() and value.isdigit():
@@ -98,8 +152,18 @@ def _job_id(value: Any) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if value is None:
-        raise WebhookPayloadError("webhook field 'id' is missing")
-    raise WebhookPayloadError(f"webhook field 'id' must be an integer, got {type(value).__name__}")
+        raise WebhookPayloadError(f"webhook field {field!r} is missing")
+    raise WebhookPayloadError(
+        f"webhook field {field!r} must be an integer, got {type(value).__name__}"
+    )
+
+
+def _positive(value: Any, field: str, is_test: bool) -> int:
+    """An id field: a positive integer (0 allowed in test deliveries)."""
+    number = _job_id(value, field)
+    if number < 0 or (number == 0 and not is_test):
+        raise WebhookPayloadError(f"webhook field {field!r} must be a positive id, got {number}")
+    return number
 
 
 def _is_test(value: Any) -> bool:
@@ -120,17 +184,154 @@ def parse_status_update(
     extra fields are ignored. Raises ``WebhookPayloadError`` for anything else.
     """
     del headers  # reserved: the service sends no signature or event-type header yet
-    data = _load(body)
+    return _status_update(_load(body))
+
+
+def _status_update(data: Mapping[str, Any]) -> JobStatusUpdate:
     is_test = _is_test(data.get("isTest"))
-    job_id = _job_id(data.get("id"))
-    if job_id < 0 or (job_id == 0 and not is_test):
-        raise WebhookPayloadError(f"webhook field 'id' must be a positive job id, got {job_id}")
+    job_id = _positive(data.get("id"), "id", is_test)
     status = data.get("status")
     if not isinstance(status, str) or not status.strip():
         what = "missing" if status is None else f"not a non-empty string ({type(status).__name__})"
         raise WebhookPayloadError(f"webhook field 'status' is {what}")
     status = status.strip()
     return JobStatusUpdate(job_id=job_id, status=_JOB_STATUSES.get(status, status), is_test=is_test)
+
+
+def _structured(data: Any, tp: type[Any], field: str) -> Any:
+    """``data`` as model ``tp``; a shape that does not fit is a WebhookPayloadError."""
+    if not isinstance(data, Mapping):
+        what = "missing" if data is None else f"not an object ({type(data).__name__})"
+        raise WebhookPayloadError(f"webhook field {field!r} is {what}")
+    from .converter import structure
+
+    try:
+        return structure(dict(data), tp)
+    except ResponseDecodeError as exc:
+        where = (exc.path or "$").replace("$", field, 1)
+        raise WebhookPayloadError(
+            f"webhook field {field!r} is not a valid {tp.__name__} (at {where})"
+        ) from None
+
+
+def parse_entry_update(
+    body: bytes | str | Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> EntryUpdate:
+    """Parse an entry-update delivery: ``{"entry": {...}, "eventId": N}`` or ``"seasonId"``.
+
+    The entry is structured like an entries answer (``Entry``, unknown keys kept in
+    ``extra``). Raises ``WebhookPayloadError`` when the entry does not fit or when not
+    exactly one of ``eventId``/``seasonId`` is given.
+    """
+    del headers
+    return _entry_update(_load(body))
+
+
+def _entry_update(data: Mapping[str, Any]) -> EntryUpdate:
+    is_test = _is_test(data.get("isTest"))
+    scopes = [key for key in ("eventId", "seasonId") if data.get(key) is not None]
+    if len(scopes) != 1:
+        raise WebhookPayloadError(
+            "webhook entry update must carry exactly one of 'eventId' and 'seasonId'"
+        )
+    scope_id = _positive(data[scopes[0]], scopes[0], is_test)
+    entry: Entry = _structured(data.get("entry"), Entry, "entry")
+    if scopes[0] == "eventId":
+        return EntryUpdate(entry=entry, event_id=scope_id, is_test=is_test)
+    return EntryUpdate(entry=entry, season_id=scope_id, is_test=is_test)
+
+
+def parse_output_file(
+    body: bytes | str | Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> OutputFileUpdate:
+    """Parse an output-file callback (``{id, verificationJobId, status, downloadURL,
+    operation, fileType}``) into an ``OutputFile``; ``WebhookPayloadError`` otherwise."""
+    del headers
+    return _output_file(_load(body))
+
+
+def _output_file(data: Mapping[str, Any]) -> OutputFileUpdate:
+    is_test = _is_test(data.get("isTest"))
+    _positive(data.get("id"), "id", is_test)
+    _positive(data.get("verificationJobId"), "verificationJobId", is_test)
+    fields = {key: value for key, value in data.items() if key != "isTest"}
+    output: OutputFile = _structured(fields, OutputFile, "outputFile")
+    return OutputFileUpdate(output_file=output, is_test=is_test)
+
+
+_OUTPUT_FILE_KEYS = ("verificationJobId", "operation", "fileType")
+
+
+def parse_delivery(
+    body: bytes | str | Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> Delivery:
+    """Parse any delivery, telling the kinds apart by shape: ``entry`` makes an entry
+    update, ``verificationJobId`` (or ``operation``/``fileType``) an output file, and
+    anything else must be a status update ``{id, status}``."""
+    del headers
+    data = _load(body)
+    if "entry" in data:
+        return _entry_update(data)
+    if any(key in data for key in _OUTPUT_FILE_KEYS):
+        return _output_file(data)
+    return _status_update(data)
+
+
+def feed_sync_state(state: SyncState, update: EntryUpdate) -> SyncState:
+    """``state`` advanced by an entry update, so the next ``entries.sync`` does not report
+    the delivered version of the entry again (a later change still is).
+
+    Only events the state already tracks are fed: an event never synced is fetched in
+    full by its first sync anyway, and season updates have no sync cursor. Test
+    deliveries change nothing. The state is immutable: use the returned one.
+    """
+    from .sync import SyncState
+
+    if not isinstance(state, SyncState):
+        raise TypeError(f"state must be a SyncState, got {type(state).__name__}")
+    if not isinstance(update, EntryUpdate):
+        raise TypeError(f"update must be an EntryUpdate, got {type(update).__name__}")
+    if update.is_test or update.event_id is None:
+        return state
+    cursor = state.cursor(update.event_id)
+    if cursor is None:
+        return state
+    recording = update.entry.sound_recording
+    stamp = None if recording is None else recording.updated_at
+    # The same (entry id, recording updatedAt) pairs the sync uses to drop repeats; a
+    # version at or before the watermark is not fetched again and needs no record.
+    if cursor.since is not None and (stamp is None or stamp <= cursor.since):
+        return state
+    pair = (update.entry.id, stamp)
+    if pair in cursor.seen:
+        return state
+    events = dict(state.events)
+    events[update.event_id] = attrs.evolve(cursor, seen=cursor.seen | {pair})
+    return attrs.evolve(state, events=events)
+
+
+def _entry_digest(entry: Entry) -> bytes:
+    """A short digest of an entry's content, to tell a re-delivery from a new change."""
+    from .converter import unstructure
+
+    try:
+        raw = orjson.dumps(unstructure(entry), option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        raw = repr(entry).encode()
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def _dedupe_key(update: Delivery) -> tuple[Hashable, Hashable]:
+    """What makes two deliveries the same: (key, value); same key and value = duplicate."""
+    if isinstance(update, JobStatusUpdate):
+        return ("status", update.job_id, str(update.status)), None
+    if isinstance(update, OutputFileUpdate):
+        output = update.output_file
+        return ("output", output.id, str(output.status)), None
+    scope = (
+        ("event", update.event_id) if update.event_id is not None else ("season", update.season_id)
+    )
+    return ("entry", *scope, update.entry.id), _entry_digest(update.entry)
 
 
 @attrs.define(slots=True)
@@ -144,7 +345,8 @@ class ReceiverStats:
     tests: int = 0
     """Test deliveries (``isTest``), acknowledged and ignored."""
     duplicates: int = 0
-    """Deliveries of a (job id, status) pair seen recently, acknowledged and dropped."""
+    """Re-deliveries (same job id and status; same entry content as the entry's last
+    delivery; same output file status), acknowledged and dropped."""
     dispatched: int = 0
     """Real updates handed to callbacks and waiters."""
     callback_errors: int = 0
@@ -175,15 +377,17 @@ def _secrets(secret: str | Sequence[str] | None) -> tuple[bytes, ...]:
 
 
 class WebhookReceiver:
-    """Receives job status webhooks in an aiohttp application.
+    """Receives the service's webhooks in an aiohttp application.
 
     ``secret`` (a string, or several during a rotation) must equal the ``secret_param``
     query parameter of each delivery (compared with ``hmac.compare_digest``); without it
     the request gets 401 and nothing is dispatched. ``verifier`` runs next, for a future
-    signature scheme. Accepted deliveries are answered 204 at once; callbacks registered
-    with ``on_status_update`` run in background tasks (``drain``/``aclose`` wait for them).
-    The same (job id, status) delivered again within the last ``dedupe_size`` updates is
-    dropped, and test deliveries never reach callbacks or waiters.
+    signature scheme. Accepted deliveries are answered 204 at once (a malformed one 400);
+    callbacks registered with ``on_status_update``, ``on_entry_update`` and
+    ``on_output_file`` run in background tasks (``drain``/``aclose`` wait for them).
+    Duplicates within the last ``dedupe_size`` deliveries are dropped: the same (job id,
+    status); an entry delivered with the same content as its previous delivery; the same
+    output file status. Test deliveries never reach callbacks or waiters.
     """
 
     def __init__(
@@ -208,8 +412,10 @@ class WebhookReceiver:
         self.secret_param = secret_param
         self._verifier = verifier
         self._dedupe_size = dedupe_size
-        self._seen: OrderedDict[tuple[int, str], None] = OrderedDict()
+        self._seen: OrderedDict[Hashable, Hashable] = OrderedDict()
         self._callbacks: list[StatusCallback] = []
+        self._entry_callbacks: list[EntryCallback] = []
+        self._output_callbacks: list[OutputFileCallback] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._subscriptions: dict[int, set[_Subscription]] = {}
         self._closed = False
@@ -218,9 +424,10 @@ class WebhookReceiver:
 
     def __repr__(self) -> str:
         secured = "secret" if self._secrets else "NO secret"
+        callbacks = len(self._callbacks) + len(self._entry_callbacks) + len(self._output_callbacks)
         return (
             f"<WebhookReceiver {secured} param={self.secret_param!r}"
-            f" callbacks={len(self._callbacks)} pending={len(self._tasks)}>"
+            f" callbacks={callbacks} pending={len(self._tasks)}>"
         )
 
     # ------------------------------------------------------------ registration
@@ -230,6 +437,20 @@ class WebhookReceiver:
         if not callable(callback):
             raise TypeError("callback must be callable")
         self._callbacks.append(callback)
+        return callback
+
+    def on_entry_update(self, callback: EntryCallback) -> EntryCallback:
+        """Register ``callback`` (sync or async) for entry updates (``EntryUpdate``)."""
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        self._entry_callbacks.append(callback)
+        return callback
+
+    def on_output_file(self, callback: OutputFileCallback) -> OutputFileCallback:
+        """Register ``callback`` (sync or async) for output files (``OutputFileUpdate``)."""
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        self._output_callbacks.append(callback)
         return callback
 
     def routes(self, path: str = DEFAULT_PATH) -> list[web.RouteDef]:
@@ -293,7 +514,7 @@ class WebhookReceiver:
                 verdict = self._verifier(request, body)
                 if inspect.isawaitable(verdict):
                     await verdict
-            update = parse_status_update(body, request.headers)
+            update = parse_delivery(body, request.headers)
         except WebhookVerificationError as exc:
             self.stats.rejected += 1
             logger.warning("webhook refused by verifier (%s): %s", request.path, exc)
@@ -305,8 +526,8 @@ class WebhookReceiver:
         self.dispatch(update)
         return web.Response(status=204)
 
-    def dispatch(self, update: JobStatusUpdate) -> bool:
-        """Hand an update to waiters and callbacks (in a background task).
+    def dispatch(self, update: Delivery) -> bool:
+        """Hand a parsed delivery to waiters and its kind's callbacks (in a background task).
 
         Use it from another web framework once you have checked the secret yourself.
         Returns False when the update was dropped as a test delivery or a duplicate.
@@ -317,39 +538,54 @@ class WebhookReceiver:
             return False
         if self._is_duplicate(update):
             self.stats.duplicates += 1
-            logger.debug("duplicate webhook for job %d (%s) dropped", update.job_id, update.status)
+            logger.debug("duplicate webhook delivery dropped: %s", _describe(update))
             return False
         self.stats.dispatched += 1
-        for sub in self._subscriptions.get(update.job_id, ()):
-            sub.update = update
-            sub.event.set()
-        if self._callbacks:
-            task = asyncio.get_running_loop().create_task(self._run_callbacks(update))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        if isinstance(update, JobStatusUpdate):
+            for sub in self._subscriptions.get(update.job_id, ()):
+                sub.update = update
+                sub.event.set()
+            self._start(self._callbacks, update)
+        elif isinstance(update, EntryUpdate):
+            self._start(self._entry_callbacks, update)
+        else:
+            self._start(self._output_callbacks, update)
         return True
 
-    def _is_duplicate(self, update: JobStatusUpdate) -> bool:
+    def _start(
+        self, callbacks: Sequence[Callable[[_U], Awaitable[None] | None]], update: _U
+    ) -> None:
+        if callbacks:
+            task = asyncio.get_running_loop().create_task(
+                self._run_callbacks(list(callbacks), update)
+            )
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _is_duplicate(self, update: Delivery) -> bool:
         if self._dedupe_size == 0:
             return False
-        key = (update.job_id, str(update.status))
-        if key in self._seen:
+        key, value = _dedupe_key(update)
+        if key in self._seen and self._seen[key] == value:
             self._seen.move_to_end(key)
             return True
-        self._seen[key] = None
+        self._seen[key] = value
+        self._seen.move_to_end(key)
         while len(self._seen) > self._dedupe_size:
             self._seen.popitem(last=False)
         return False
 
-    async def _run_callbacks(self, update: JobStatusUpdate) -> None:
-        for callback in list(self._callbacks):
+    async def _run_callbacks(
+        self, callbacks: list[Callable[[_U], Awaitable[None] | None]], update: _U
+    ) -> None:
+        for callback in callbacks:
             try:
                 result = callback(update)
                 if inspect.isawaitable(result):
                     await result
             except Exception:
                 self.stats.callback_errors += 1
-                logger.exception("webhook callback %r failed for job %d", callback, update.job_id)
+                logger.exception("webhook callback %r failed for %s", callback, _describe(update))
 
     # ------------------------------------------------------------ waiters (for jobs.wait)
 
@@ -399,3 +635,16 @@ class WebhookReceiver:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _describe(update: Delivery) -> str:
+    """A log-safe one-liner (no download links: they are signed)."""
+    if isinstance(update, JobStatusUpdate):
+        return f"job {update.job_id} ({update.status})"
+    if isinstance(update, OutputFileUpdate):
+        output = update.output_file
+        return f"output file {output.id} of job {output.verification_job_id} ({output.status})"
+    where = (
+        f"event {update.event_id}" if update.event_id is not None else f"season {update.season_id}"
+    )
+    return f"entry {update.entry.id} in {where}"

@@ -89,7 +89,7 @@ async def test_use_after_close_is_a_clear_error() -> None:
     assert svc.closed
     with pytest.raises(ClientClosedError, match="closed"):
         await svc.seasons.list()
-    assert not transport.closed  # a caller's transport is the caller's to close
+    assert transport.closed  # httpx's rule: a client closes the transport it was given
 
 
 async def test_aclose_ends_running_calls_with_a_clear_error() -> None:

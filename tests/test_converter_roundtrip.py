@@ -36,7 +36,23 @@ checks = st.builds(
 license_data = st.builds(
     m.LicenseData,
     license_source=st.none() | open_enum(m.LicenseSource),
-    bespoke_agreement=st.none() | st.dictionaries(text, st.integers(-(2**31), 2**31), max_size=2),
+    bespoke_agreement=st.none()
+    | st.builds(
+        m.BespokeAgreement,
+        id=ids,
+        territories=st.lists(st.sampled_from(["US", "GB"]), max_size=2),
+        license_expiry=st.none() | timestamps,
+        grant_type=st.none() | open_enum(m.GrantType),
+        licensed_uses=st.none()
+        | st.builds(m.LicensedUses, master_choreography=st.none() | st.booleans()),
+        bespoke_rightsholder=st.none() | st.builds(m.BespokeRightsholder, name=opt_text),
+    ),
+    public_domain_proof=st.none()
+    | st.builds(
+        m.PublicDomainProof,
+        composers=st.lists(st.builds(m.Composer, name=text, year_died=st.none() | ids), max_size=2),
+        source=opt_text,
+    ),
     svc_license=st.none()
     | st.builds(
         m.SvcLicense,
@@ -62,9 +78,12 @@ songs = st.builds(
     start_time=st.floats(min_value=0, max_value=1e6),
     end_time=st.floats(min_value=0, max_value=1e6),
     license_status=open_enum(m.LicenseStatus),
-    license_checks=checks,
-    license_data=license_data,
-    svc_mix_id=opt_text,
+    license_checks=st.none() | checks,
+    license_data=st.none() | license_data,
+    svc_mix_id=st.none() | text | ids,
+    manual_status=st.none()
+    | text
+    | st.builds(m.ManualStatus, status=st.none() | open_enum(m.ManualStatusValue), details=text),
     year_of_release=st.none() | st.integers(min_value=1900, max_value=2100),
 )
 recordings = st.builds(
@@ -104,6 +123,18 @@ jobs = st.builds(
     tags=st.lists(text, max_size=3),
     start_date=st.none() | timestamps,
     recording=st.none() | recordings,
+    type=st.none() | open_enum(m.JobType),
+    is_claimed=st.none() | st.booleans(),
+    output_files=st.lists(
+        st.builds(
+            m.OutputFile,
+            id=ids,
+            verification_job_id=ids,
+            status=open_enum(m.OutputFileStatus),
+            download_url=opt_text,
+        ),
+        max_size=2,
+    ),
 )
 
 

@@ -147,11 +147,13 @@ async def test_duplicates_are_reported_and_the_first_returned(
 
 async def test_unresolved_ambiguity_raises_with_the_tag() -> None:
     service = _Service(["reset-after"] * 10, search_lag=1000)
+    deadline = RetryPolicy(max_attempts=4, wait_initial=0.0, wait_max=0.0, timeout=1.0)
     async with _client(service) as svc:
         with pytest.raises(AmbiguousCreateError) as info:
-            await svc.jobs.create(example_request())
+            await svc.jobs.create(example_request(), retry=deadline)
     assert info.value.tag.startswith("svc-async-create:")
     assert all(info.value.tag in j["tags"] for j in service.jobs)
+    assert service.creates == 1  # searched until the deadline, never sent again
 
 
 async def test_without_a_tag_an_ambiguous_failure_is_raised() -> None:
@@ -199,12 +201,13 @@ async def test_a_failing_search_never_leads_to_a_second_post() -> None:
         return original(request)
 
     transport = MockTransport(handler)
-    async with Client("https://v.example", token="t", transport=transport, retry=POLICY) as svc:
+    deadline = RetryPolicy(max_attempts=4, wait_initial=0.0, wait_max=0.0, timeout=1.0)
+    async with Client("https://v.example", token="t", transport=transport, retry=deadline) as svc:
         with pytest.raises(AmbiguousCreateError) as info:
             await svc.jobs.create(example_request())
     assert service.creates == 1
     assert len(service.jobs) == 1
-    assert service.searches >= POLICY.max_attempts
+    assert service.searches >= 2  # it kept looking until the deadline
     assert info.value.tag in service.jobs[0]["tags"]
 
 

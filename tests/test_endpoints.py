@@ -140,13 +140,15 @@ ENDPOINTS: list[tuple[str, Call, str, str, Any, Any, Callable[[Any], bool]]] = [
         lambda r: r.id == 4 and r.recording is not None,
     ),
     (
+        # The published example searches for "Completed"; today's service refuses it, so
+        # the SDK sends only statuses of the current list.
         "job-search",
         lambda s: s.jobs.search(
-            tags=["2024", "Seniors"], statuses=["Completed", "Created"], limit=2, offset=2
+            tags=["2024", "Seniors"], statuses=["Processed", "Created"], limit=2, offset=2
         ),
         "POST",
         f"{API}/api/public/v1/verification-job/search",
-        load("search-verification-jobs.request.json"),
+        {**load("search-verification-jobs.request.json"), "statuses": ["Processed", "Created"]},
         load("search-verification-jobs.response.json"),
         lambda r: isinstance(r, JobSearchResults) and r.count == 4,
     ),

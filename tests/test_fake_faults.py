@@ -106,7 +106,7 @@ async def test_create_cut_off_creates_the_job() -> None:
         await fake.transport().send(make_request("POST", JOB, job_request(tags=["cut"])))
     (new,) = set(fake.state.jobs) - jobs_before
     _, _, found = await call(fake, "POST", f"{JOB}/search", {"tags": ["cut"]})
-    assert [j["id"] for j in found["jobs"]] == [new]
+    assert [j["id"] for j in found["results"]] == [new]
     async with fake.serve() as url, aiohttp.ClientSession() as session:
         with pytest.raises((aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)):
             async with session.post(url + JOB, json=job_request(), headers=AUTH) as resp:
@@ -148,8 +148,9 @@ async def test_cut_body_on_downloads() -> None:
     assert len(got) == 2048
     with pytest.raises(ConnectionLostError):
         await fake.transport().send(make_request("GET", url, token=None))
-    async with fake.serve() as base, aiohttp.ClientSession() as session:
-        live = url.replace("http://fake.invalid", base)
+    async with fake.serve(), aiohttp.ClientSession() as session:
+        # Same signed path, now on the files origin's loopback port.
+        live = url.replace("http://files.fake.invalid", fake.files_url)
         with pytest.raises(aiohttp.ClientPayloadError):
             async with session.get(live) as r:
                 await r.read()

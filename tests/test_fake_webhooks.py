@@ -54,10 +54,10 @@ async def test_real_time_processing_and_webhook_when_served() -> None:
                     break
                 await asyncio.sleep(0.02)
             assert received == [
-                {"query": {"key": "s3cret"}, "body": {"id": job_id, "status": "Completed"}}
+                {"query": {"key": "s3cret"}, "body": {"id": job_id, "status": "Processed"}}
             ]
             async with session.get(f"{url}{JOB}/{job_id}", headers=headers) as resp:
-                assert (await resp.json())["status"] == "Completed"
+                assert (await resp.json())["status"] == "Processed"
         assert fake.webhook_deliveries[0].delivered
         assert fake.webhook_deliveries[0].job_id == job_id
 
@@ -79,7 +79,7 @@ async def test_webhook_retries_then_succeeds_and_errored_jobs_notify() -> None:
             assert fake.webhook_deliveries[1].attempts == [204]
             assert all(d.delivered for d in fake.webhook_deliveries)
         bodies = [(r["body"]["id"], r["body"]["status"]) for r in received]
-        assert bodies == [(bad["id"], "Errored"), (ok["id"], "Completed")]
+        assert bodies == [(bad["id"], "Errored"), (ok["id"], "Processed")]
 
 
 async def test_webhook_gives_up_after_the_attempts() -> None:
@@ -101,4 +101,4 @@ async def test_send_test_webhook() -> None:
         async with FakeService(demo_data=False, webhook_url=hook) as fake:
             delivery = await fake.send_test_webhook()
         assert delivery.delivered and delivery.attempts == [204]
-        assert received[0]["body"] == {"id": 0, "status": "Completed", "isTest": True}
+        assert received[0]["body"] == {"id": 0, "status": "Processed", "isTest": True}

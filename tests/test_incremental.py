@@ -11,14 +11,15 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
+from multidict import CIMultiDict, CIMultiDictProxy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from svc_async import Client, _incremental
 from svc_async import models as m
-from svc_async._incremental import ArraySplitter, StreamDecode, structure_chunks
+from svc_async._incremental import ArraySplitter, Sliced, StreamDecode, structure_chunks
 from svc_async.converter import structure, unstructure
-from svc_async.errors import ConnectionLostError, ResponseDecodeError
+from svc_async.errors import ConnectionLostError, ResponseDecodeError, ResponseTooLargeError
 from svc_async.resources.entries import parse_entries
 
 from .conftest import FIXTURES, serve_app
@@ -77,12 +78,40 @@ async def test_fixtures_match_one_shot(name: str, chunk: int, slice_bytes: int) 
     assert got == structure(data, list[tp])
 
 
+class _Stream:
+    """A streamed 2xx response, as the pipeline hands it to a ``stream_decode``."""
+
+    def __init__(self, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.status = 200
+        self.headers = CIMultiDictProxy(CIMultiDict(headers or {}))
+        self._body = body
+
+    def iter_chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
+        return chunked(self._body, min(chunk_size, 3))
+
+
 async def test_the_empty_object_answer_stays_on_the_one_shot_path() -> None:
-    body = b"{}"
-    decoder = StreamDecode("/x", m.Entry, threshold=1)
-    assert await decoder.read(200, chunked(body, 1), 1 << 20) == body
-    assert decoder.result is None
-    assert parse_entries(orjson.loads(body)) == []
+    decoder = StreamDecode(m.Entry, threshold=1)
+    assert await decoder(_Stream(b"{}")) == {}  # one-shot data, structured by the caller
+    assert parse_entries({}) == []
+
+
+async def test_small_answers_take_the_one_shot_path_by_length_or_bytes_read() -> None:
+    body = orjson.dumps(big_body(3))
+    decoder = StreamDecode(m.Entry, threshold=len(body) + 1)
+    by_length = await decoder(_Stream(body, {"Content-Length": str(len(body))}))
+    by_bytes = await decoder(_Stream(body))  # no Content-Length: read up to the threshold
+    assert by_length == by_bytes == orjson.loads(body)
+    sliced = await StreamDecode(m.Entry, threshold=len(body) // 2)(_Stream(body))
+    assert isinstance(sliced, Sliced)
+    assert sliced.items == structure(orjson.loads(body), list[m.Entry])
+
+
+async def test_a_body_over_max_body_is_too_large_on_both_paths() -> None:
+    body = orjson.dumps(big_body(3))
+    for threshold in (1, 1 << 20):
+        with pytest.raises(ResponseTooLargeError):
+            await StreamDecode(m.Entry, threshold=threshold, max_body=len(body) - 1)(_Stream(body))
 
 
 def _encodings(data: Any) -> Iterable[bytes]:
@@ -227,25 +256,25 @@ async def test_for_season_streams_a_big_answer_to_the_same_models() -> None:
     body = orjson.dumps(data)
     assert len(body) > 64 * 1024
     app, calls = _entries_app(body)
-    seen: list[tuple[StreamDecode, bytes]] = []
-    real = StreamDecode.read
+    seen: list[Any] = []
+    real = StreamDecode.__call__
 
-    async def spy(self: StreamDecode, *args: Any) -> bytes:
-        out = await real(self, *args)
-        seen.append((self, out))
+    async def spy(self: StreamDecode, stream: Any) -> Any:
+        out = await real(self, stream)
+        seen.append(out)
         return out
 
     async with serve_app(app) as base, Client(base, token="t", rate_limit=False) as svc:
-        StreamDecode.read = spy  # type: ignore[method-assign]
+        StreamDecode.__call__ = spy  # type: ignore[method-assign]
         try:
             got = await svc.entries.for_season(7)
         finally:
-            StreamDecode.read = real  # type: ignore[method-assign]
+            StreamDecode.__call__ = real  # type: ignore[method-assign]
     assert got == structure(data, list[m.Entry])
     assert len(calls) == 1
-    [(decoder, returned)] = seen
-    assert returned == b""  # structured as it streamed, not handed back whole
-    assert decoder.result is None  # taken out: contexts copied by callbacks keep nothing
+    [returned] = seen
+    assert isinstance(returned, Sliced)  # structured as it streamed, not read whole
+    assert returned.items is got
 
 
 @pytest.mark.usefixtures("small_threshold", "no_backoff")
@@ -302,17 +331,60 @@ def _code_file(task: asyncio.Task[Any]) -> str:
 
 async def test_calls_in_flight_on_one_loop_share_the_slice_budget() -> None:
     headers = {"Content-Length": str(300 * 1024)}
-    with StreamDecode("/e", m.Entry, threshold=1 << 20, slice_bytes=256 * 1024) as alone:
-        assert not alone.wants("/api/e", 200, headers)  # 300 KiB, alone: one-shot
+    with StreamDecode(m.Entry, threshold=1 << 20, slice_bytes=256 * 1024) as alone:
+        assert not alone.plan(headers)  # 300 KiB, alone: one-shot
     with (
-        StreamDecode("/e", m.Entry, threshold=1 << 20, slice_bytes=256 * 1024) as first,
-        StreamDecode("/e", m.Entry, threshold=1 << 20, slice_bytes=256 * 1024),
-        StreamDecode("/e", m.Entry, threshold=1 << 20, slice_bytes=256 * 1024),
-        StreamDecode("/e", m.Entry, threshold=1 << 20, slice_bytes=256 * 1024),
+        StreamDecode(m.Entry, threshold=1 << 20, slice_bytes=256 * 1024) as first,
+        StreamDecode(m.Entry, threshold=1 << 20, slice_bytes=256 * 1024),
+        StreamDecode(m.Entry, threshold=1 << 20, slice_bytes=256 * 1024),
+        StreamDecode(m.Entry, threshold=1 << 20, slice_bytes=256 * 1024),
     ):
-        assert first.wants("/api/e", 200, headers)  # four at once: from 256 KiB on
+        assert first.plan(headers)  # four at once: from 256 KiB on
         assert first.slice_bytes == _incremental.MIN_SLICE_BYTES
     assert not _incremental._ACTIVE  # nothing left counted on the loop
-    with StreamDecode("/e", m.Entry) as other:
-        assert not other.wants("/api/other", 200, headers)
-        assert not other.wants("/api/e", 404, headers)
+    with StreamDecode(m.Entry) as other:
+        assert other.plan({})  # no length: maybe large
+        assert other.plan({"Content-Length": "9", "Content-Encoding": "gzip"})
+
+
+def _answers_app(*bodies: bytes) -> tuple[web.Application, list[int]]:
+    """An entries endpoint giving ``bodies`` in turn (the last one from then on)."""
+    calls: list[int] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        calls.append(1)
+        body = bodies[min(len(calls), len(bodies)) - 1]
+        return web.Response(body=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/api/public/v1/season/{id}/entries", handler)
+    return app, calls
+
+
+@pytest.mark.usefixtures("small_threshold", "no_backoff")
+async def test_a_malformed_big_body_is_retried_like_a_one_shot_one() -> None:
+    body = orjson.dumps(big_body(300))
+    broken = body[: len(body) // 2] + b",, " + body[len(body) // 2 :]
+    app, calls = _answers_app(broken, body)
+    async with serve_app(app) as base, Client(base, token="t", rate_limit=False) as svc:
+        assert len(await svc.entries.for_season(7)) == 300
+    assert len(calls) == 2
+
+    app, calls = _answers_app(broken)
+    async with serve_app(app) as base, Client(base, token="t", rate_limit=False) as svc:
+        with pytest.raises(ResponseDecodeError, match="not valid JSON"):
+            await svc.entries.for_season(7)
+    assert len(calls) >= 2
+
+
+@pytest.mark.usefixtures("small_threshold", "no_backoff")
+@pytest.mark.parametrize("count", [3, 300])  # one-shot, then incremental
+async def test_a_bad_value_raises_once_with_its_path_on_either_path(count: int) -> None:
+    data = big_body(count)
+    data[count - 2] = {**data[count - 2], "id": "not a number"}
+    app, calls = _answers_app(orjson.dumps(data))
+    async with serve_app(app) as base, Client(base, token="t", rate_limit=False) as svc:
+        with pytest.raises(ResponseDecodeError) as caught:
+            await svc.entries.for_season(7)
+    assert caught.value.path == f"$[{count - 2}].id"
+    assert len(calls) == 1  # a bad value is not retried, on either path

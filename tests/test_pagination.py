@@ -228,7 +228,7 @@ async def test_iter_search_early_exit_leaves_no_tasks() -> None:
         ({"page_size": "10"}, TypeError),
         ({"concurrency": 0}, ValueError),
         ({"tags": "abc"}, TypeError),
-        ({"tags": ["x"]}, ValueError),
+        ({"statuses": ["Completed"]}, ValueError),
         ({"statuses": [1]}, TypeError),
         ({"org_id": 0}, ValueError),
     ],

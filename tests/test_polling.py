@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 from hypothesis import given
@@ -28,10 +29,10 @@ from svc_async import (
     VerificationJob,
     json_response,
 )
-from svc_async.models import FINISHED_JOB_STATUSES
+from svc_async.models import CURRENT_JOB_STATUSES, FINISHED_JOB_STATUSES
 from svc_async.webhooks import JobStatusUpdate, WebhookReceiver
 
-FAST = PollPolicy(initial=0.01, multiplier=1.5, max_interval=0.04, jitter=0.0, timeout=3.0)
+FAST = PollPolicy(wait_initial=0.01, wait_exp_base=1.5, wait_max=0.04, wait_jitter=0.0, timeout=3.0)
 JOB_PATH = "/api/public/v1/verification-job"
 
 
@@ -56,9 +57,15 @@ def make_job(status: str = "Created", error: str = "") -> VerificationJob:
 class Timeline:
     """Jobs whose status is a function of loop time since they were registered."""
 
-    def __init__(self) -> None:
+    def __init__(self, list_key: str = "jobs", allowed: Any = CURRENT_JOB_STATUSES) -> None:
         self.loop = asyncio.get_running_loop()
+        self.allowed = {str(s) for s in allowed}
+        """Statuses a search may carry; others are refused with 400 like the service does."""
+        self.refused = 0
         self.jobs: dict[int, tuple[float, float, str, str, list[str]]] = {}
+        self.list_key = list_key
+        """``results`` as today's service answers a search, ``jobs`` as before 2025-01."""
+        self.search_bodies: list[dict[str, Any]] = []
         self.gets = 0
         self.searches = 0
         self.creates = 0
@@ -100,6 +107,11 @@ class Timeline:
         if request.method == "POST" and path == JOB_PATH + "/search":
             self.searches += 1
             body = orjson.loads(request.content or b"{}")
+            self.search_bodies.append(body)
+            if any(s not in self.allowed for s in body["statuses"]):
+                # The live service refuses a status its current list lacks.
+                self.refused += 1
+                return json_response({"statusCode": 400, "message": "bad status"}, status=400)
             rendered = [self.render(i) for i in sorted(self.jobs)]
             matches = [
                 j
@@ -108,7 +120,7 @@ class Timeline:
                 and (not body["statuses"] or j["status"] in body["statuses"])
             ]
             page = matches[body["offset"] : body["offset"] + body["limit"]]
-            return json_response({"jobs": page, "count": len(matches)})
+            return json_response({self.list_key: page, "count": len(matches)})
         if request.method == "POST" and path == JOB_PATH:
             self.creates += 1
             body = orjson.loads(request.content or b"{}")
@@ -137,10 +149,10 @@ async def client_for(timeline: Timeline, **kwargs: Any) -> AsyncIterator[Client]
 
 def test_policy_defaults_suit_seconds_to_minutes() -> None:
     policy = PollPolicy()
-    assert (policy.initial, policy.multiplier, policy.max_interval) == (1.0, 1.5, 15.0)
-    assert policy.jitter == 0.1 and policy.timeout == 600.0
+    assert (policy.wait_initial, policy.wait_exp_base, policy.wait_max) == (1.0, 1.5, 15.0)
+    assert policy.wait_jitter == 0.1 and policy.timeout == 600.0
     assert policy.finished_statuses == FINISHED_JOB_STATUSES
-    plain = PollPolicy(jitter=0)
+    plain = PollPolicy(wait_jitter=0)
     assert [plain.interval(n) for n in (1, 2, 3)] == [1.0, 1.5, 2.25]
     assert plain.interval(50) == 15.0
     assert plain.interval(10**6) == 15.0
@@ -149,22 +161,62 @@ def test_policy_defaults_suit_seconds_to_minutes() -> None:
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"initial": 0},
-        {"initial": -1},
-        {"max_interval": 0},
-        {"multiplier": 0.5},
-        {"jitter": 1.0},
-        {"jitter": -0.1},
+        {"wait_initial": 0},
+        {"wait_initial": -1},
+        {"wait_max": 0},
+        {"wait_exp_base": 0.5},
+        {"wait_jitter": 1.0},
+        {"wait_jitter": -0.1},
         {"timeout": 0},
         {"timeout": float("inf")},
         {"webhook_factor": 0.5},
         {"finished_statuses": []},
-        {"initial": True},
+        {"wait_initial": True},
     ],
 )
 def test_policy_validation(kwargs: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
         PollPolicy(**kwargs)
+
+
+def test_policy_speaks_retry_policys_backoff_words() -> None:
+    shared = {"wait_initial", "wait_max", "wait_exp_base"}
+    assert shared <= {a.name for a in attrs.fields(RetryPolicy)}
+    assert shared | {"wait_jitter"} <= {a.name for a in attrs.fields(PollPolicy)}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "value"),
+    [
+        ("initial", "wait_initial", 0.5),
+        ("multiplier", "wait_exp_base", 3.0),
+        ("max_interval", "wait_max", 60.0),
+        ("jitter", "wait_jitter", 0.5),
+    ],
+)
+def test_old_policy_names_still_work_with_a_deprecation_warning(
+    old: str, new: str, value: float
+) -> None:
+    with pytest.warns(
+        DeprecationWarning, match=rf"PollPolicy\({old}=\.\.\.\) is deprecated; use {new}="
+    ):
+        policy = PollPolicy(**{old: value})
+    assert getattr(policy, new) == value
+    assert policy == PollPolicy(**{new: value})
+    with pytest.warns(DeprecationWarning, match=new):
+        assert getattr(policy, old) == value
+    with (
+        pytest.warns(DeprecationWarning, match=old),
+        pytest.raises(TypeError, match=f"both {old}= and {new}="),
+    ):
+        PollPolicy(**{old: value, new: value})
+
+
+def test_evolve_and_unknown_names_behave() -> None:
+    policy = attrs.evolve(PollPolicy(), wait_max=2.0)
+    assert policy.wait_max == 2.0 and policy.wait_initial == 1.0
+    with pytest.raises(TypeError):
+        PollPolicy(wait_minimum=1)
 
 
 def test_policy_refuses_a_bare_string_of_statuses() -> None:
@@ -181,7 +233,7 @@ def test_policy_refuses_a_bare_string_of_statuses() -> None:
 def test_interval_stays_within_jittered_bounds(
     attempt: int, initial: float, jitter: float, seed: int
 ) -> None:
-    policy = PollPolicy(initial=initial, max_interval=20.0, jitter=jitter)
+    policy = PollPolicy(wait_initial=initial, wait_max=20.0, wait_jitter=jitter)
     base = min(20.0, initial * 1.5 ** (attempt - 1))
     value = policy.interval(attempt, random.Random(seed))
     assert base * (1 - jitter) - 1e-9 <= value <= base * (1 + jitter) + 1e-9
@@ -190,7 +242,10 @@ def test_interval_stays_within_jittered_bounds(
 @pytest.mark.parametrize(
     ("status", "error", "finished"),
     [
+        ("Processed", "", True),
+        ("Submitted", "", True),
         ("Completed", "", True),
+        ("Confirmed", "", True),
         ("Errored", "", True),
         ("Errored", "decode failed", True),
         ("Matching", "decode failed", True),
@@ -199,7 +254,6 @@ def test_interval_stays_within_jittered_bounds(
         ("DetectingMusic", "", False),
         ("Matching", "", False),
         ("Matched", "", False),
-        ("Processed", "", False),
         ("SomethingNew", "", False),
     ],
 )
@@ -210,8 +264,9 @@ def test_finished_rules_match_the_model_helpers(status: str, error: str, finishe
 
 
 def test_finished_statuses_are_configurable() -> None:
-    policy = PollPolicy(finished_statuses={"Completed", "Errored", "Processed"})
-    assert policy.is_finished(make_job("Processed"))
+    policy = PollPolicy(finished_statuses={"Submitted", "Errored"})
+    assert policy.is_finished(make_job("Submitted"))
+    assert not policy.is_finished(make_job("Processed"))
     assert not policy.is_finished(make_job("Matched"))
 
 
@@ -273,11 +328,34 @@ async def test_unknown_status_keeps_waiting() -> None:
 
 async def test_custom_finished_statuses_end_the_wait() -> None:
     timeline = Timeline()
-    timeline.add(9, 0.0, final="Processed")
-    policy = PollPolicy(initial=0.01, jitter=0, finished_statuses={"Processed"}, timeout=1)
+    timeline.add(9, 0.0, final="Matched")
+    policy = PollPolicy(wait_initial=0.01, wait_jitter=0, finished_statuses={"Matched"}, timeout=1)
     async with client_for(timeline) as svc:
         job = await svc.jobs.wait(9, policy=policy)
-    assert job.status == JobStatus.PROCESSED
+    assert job.status == JobStatus.MATCHED
+
+
+@pytest.mark.parametrize("final", ["Processed", "Submitted", "Errored", "Completed", "Confirmed"])
+async def test_wait_finishes_at_todays_and_the_legacy_finished_statuses(final: str) -> None:
+    timeline = Timeline()
+    timeline.add(6, 0.1, final=final)
+    seen: list[str] = []
+    async with client_for(timeline) as svc:
+        job = await svc.jobs.wait(6, policy=FAST, on_status=lambda j: seen.append(j.status))
+    assert job.status == final and seen[-1] == final and seen[0] == "Created"
+
+
+async def test_wait_options_are_keyword_only() -> None:
+    timeline = Timeline()
+    timeline.add(6, 0.0)
+    async with client_for(timeline) as svc:
+        with pytest.raises(TypeError):
+            await svc.jobs.wait(6, 5.0)  # type: ignore[misc]
+        with pytest.raises(TypeError):
+            svc.jobs.watch(6, FAST)  # type: ignore[misc]
+        with pytest.raises(TypeError):
+            await svc.jobs.create_and_wait(JobRequest, 5.0)  # type: ignore[misc, arg-type]
+    assert timeline.gets == 0
 
 
 async def test_timeout_raises_with_the_last_job_seen_and_on_time() -> None:
@@ -298,7 +376,7 @@ async def test_timeout_raises_with_the_last_job_seen_and_on_time() -> None:
 async def test_timeout_defaults_to_the_policy_timeout() -> None:
     timeline = Timeline()
     timeline.add(4, 100.0)
-    policy = PollPolicy(initial=0.01, jitter=0, timeout=0.1)
+    policy = PollPolicy(wait_initial=0.01, wait_jitter=0, timeout=0.1)
     async with client_for(timeline) as svc:
         with pytest.raises(JobWaitTimeout):
             await svc.jobs.wait(4, policy=policy)
@@ -406,7 +484,7 @@ async def test_webhook_wakes_wait_long_before_the_next_poll() -> None:
     timeline = Timeline()
     timeline.add(11, 0.1)
     receiver = WebhookReceiver("s3cret")
-    slow = PollPolicy(initial=5.0, jitter=0, timeout=30)
+    slow = PollPolicy(wait_initial=5.0, wait_jitter=0, timeout=30)
     loop = asyncio.get_running_loop()
     async with client_for(timeline, webhooks=receiver) as svc:
         waiter = asyncio.create_task(svc.jobs.wait(11, policy=slow))
@@ -425,7 +503,7 @@ async def test_test_deliveries_and_other_jobs_never_wake_a_waiter() -> None:
     timeline = Timeline()
     timeline.add(11, 0.05)
     receiver = WebhookReceiver("s3cret")
-    slow = PollPolicy(initial=0.3, jitter=0, timeout=5)
+    slow = PollPolicy(wait_initial=0.3, wait_jitter=0, timeout=5)
     async with client_for(timeline, webhooks=receiver) as svc:
         waiter = asyncio.create_task(svc.jobs.wait(11, policy=slow))
         await asyncio.sleep(0.1)
@@ -444,7 +522,9 @@ async def test_hybrid_wait_still_polls_when_no_webhook_comes() -> None:
     timeline = Timeline()
     timeline.add(11, 0.05)
     receiver = WebhookReceiver("s3cret")
-    policy = PollPolicy(initial=0.02, max_interval=0.05, jitter=0, webhook_factor=2, timeout=3)
+    policy = PollPolicy(
+        wait_initial=0.02, wait_max=0.05, wait_jitter=0, webhook_factor=2, timeout=3
+    )
     async with client_for(timeline, webhooks=receiver) as svc:
         job = await svc.jobs.wait(11, policy=policy)
     assert job.status == "Completed"
@@ -454,7 +534,9 @@ async def test_webhook_before_the_read_catches_up_falls_back_to_fast_polling() -
     timeline = Timeline()
     timeline.add(11, 0.3)
     receiver = WebhookReceiver("s3cret")
-    policy = PollPolicy(initial=0.02, max_interval=0.05, jitter=0, webhook_factor=100, timeout=3)
+    policy = PollPolicy(
+        wait_initial=0.02, wait_max=0.05, wait_jitter=0, webhook_factor=100, timeout=3
+    )
     loop = asyncio.get_running_loop()
     async with client_for(timeline, webhooks=receiver) as svc:
         waiter = asyncio.create_task(svc.jobs.wait(11, policy=policy))
@@ -552,8 +634,8 @@ async def test_wait_many_empty_and_bad_arguments() -> None:
             svc.jobs.wait_many("12")  # type: ignore[arg-type]
         with pytest.raises(ValueError):
             svc.jobs.wait_many([1, -2])
-        with pytest.raises(ValueError):
-            svc.jobs.wait_many([1], tag="x")
+        with pytest.raises(TypeError, match="tag"):
+            svc.jobs.wait_many([1], tag=5)  # type: ignore[arg-type]
     assert timeline.gets == timeline.searches == 0
 
 
@@ -562,7 +644,7 @@ async def test_wait_many_wakes_on_webhooks() -> None:
     for job_id in (1, 2, 3):
         timeline.add(job_id, 0.05, tags=[f"solo-{job_id}"])
     receiver = WebhookReceiver("s3cret")
-    slow = PollPolicy(initial=5.0, jitter=0, timeout=30)
+    slow = PollPolicy(wait_initial=5.0, wait_jitter=0, timeout=30)
     async with client_for(timeline, webhooks=receiver) as svc:
         stream = svc.jobs.wait_many([1, 2, 3], policy=slow)
 
@@ -576,3 +658,51 @@ async def test_wait_many_wakes_on_webhooks() -> None:
         done = await asyncio.wait_for(task, 2)
     assert sorted(done) == [1, 2, 3]
     assert not receiver._subscriptions
+
+
+async def test_wait_many_searches_only_statuses_of_the_current_list() -> None:
+    """Today's service: jobs end at Processed; Completed is never sent (it answers 400)."""
+    timeline = Timeline(list_key="results")
+    ids = add_batch(timeline, 30, lambda i: ["batch-9"])
+    for job_id in ids[::3]:
+        start, delay, _, error, tags = timeline.jobs[job_id]
+        timeline.jobs[job_id] = (start, delay, "Processed", error, tags)
+    for job_id in ids[1::3]:
+        start, delay, _, error, tags = timeline.jobs[job_id]
+        timeline.jobs[job_id] = (start, delay, "Submitted", error, tags)
+    for job_id in ids[2::3]:
+        start, delay, _, _, tags = timeline.jobs[job_id]
+        timeline.jobs[job_id] = (start, delay, "Errored", "bad audio", tags)
+    async with client_for(timeline) as svc:
+        done = [job async for job in svc.jobs.wait_many(ids, tag="batch-9", policy=FAST)]
+    assert sorted(j.id for j in done) == ids
+    assert timeline.search_bodies[0]["statuses"] == []  # the first search sees every job
+    filtered = [b["statuses"] for b in timeline.search_bodies[1:]]
+    assert filtered and all(s == ["Processed", "Submitted", "Errored"] for s in filtered)
+    assert timeline.gets + timeline.searches < 30
+
+
+async def test_wait_many_on_a_legacy_service_stops_filtering_by_status() -> None:
+    """Jobs that end at Completed cannot be searched for: once one is seen, search unfiltered."""
+    timeline = Timeline()
+    ids = add_batch(timeline, 30, lambda i: ["batch-10"])
+    async with client_for(timeline) as svc:
+        done = [job async for job in svc.jobs.wait_many(ids, tag="batch-10", policy=FAST)]
+    assert sorted(j.id for j in done) == ids
+    assert all(j.status == "Completed" for j in done)
+    sent = {s for b in timeline.search_bodies for s in b["statuses"]}
+    assert sent <= set(CURRENT_JOB_STATUSES) and "Completed" not in sent
+    assert timeline.search_bodies[-1]["statuses"] == []
+    assert timeline.gets + timeline.searches < 30
+
+
+async def test_wait_many_drops_the_status_filter_when_an_older_service_refuses_it() -> None:
+    """A service of the pre-2025 vocabulary refuses Processed/Submitted with 400."""
+    legacy = ["Created", "Downloading", "DetectingMusic", "Matching", "Completed", "Errored"]
+    timeline = Timeline(allowed=legacy)
+    ids = add_batch(timeline, 20, lambda i: ["batch-11"])
+    async with client_for(timeline) as svc:
+        done = [job async for job in svc.jobs.wait_many(ids, tag="batch-11", policy=FAST)]
+    assert sorted(j.id for j in done) == ids
+    assert timeline.refused <= 1
+    assert timeline.search_bodies[-1]["statuses"] == []

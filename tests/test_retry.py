@@ -89,13 +89,22 @@ async def test_status_matrix_reads(status: int) -> None:
             assert handler.calls == 1
 
 
-@pytest.mark.parametrize("status", [s for s in range(300, 600) if s != 429])
+@pytest.mark.parametrize("status", [s for s in range(300, 600) if s not in (429, 503)])
 async def test_status_matrix_creates_never_blindly_repost(status: int) -> None:
     handler = _Failing(1, status=status)
     async with _client(handler, creation_tags=False) as svc:
         with pytest.raises(APIError):
             await svc.jobs.create(example_request())
     assert handler.calls == 1
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_creates_repost_after_a_refusal_before_processing(status: int) -> None:
+    # 429 and 503 mean the service (or its gateway) refused before doing anything.
+    handler = _Failing(1, status=status, answer=load("create-verification-job.response.json"))
+    async with _client(handler, creation_tags=False) as svc:
+        await svc.jobs.create(example_request())
+    assert handler.calls == 2
 
 
 @pytest.mark.parametrize("k", [0, 1, 2, 3])

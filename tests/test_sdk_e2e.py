@@ -135,21 +135,23 @@ async def test_job_lifecycle_search_and_count(mode: str) -> None:
             failed = await svc.jobs.wait(broken.id)
             both = await svc.jobs.search(tags=["e2e"])
             seniors = await svc.jobs.search(tags=["e2e", "Seniors"])
-            completed = await svc.jobs.search(tags=["e2e"], statuses=["Completed"])
+            errored = await svc.jobs.search(tags=["e2e"], statuses=["Errored"])
             paged = await svc.jobs.search(tags=["e2e"], limit=1, offset=1)
             with pytest.raises(BadRequestError) as info:
                 await svc.request("POST", "/api/public/v1/verification-job", json={"name": 1})
             with pytest.raises(NotFoundError):
                 await svc.jobs.get(999_999)
     assert statuses[0] is JobStatus.CREATED
-    assert statuses[-1] is JobStatus.COMPLETED
+    assert statuses[-1] is JobStatus.PROCESSED
     assert done.is_finished and not done.failed
     assert done.recording is not None and done.recording.songs
-    assert all(s.license_checks.master_choreography_rights is None for s in done.recording.songs)
+    checked = [s.license_checks for s in done.recording.songs if s.license_checks is not None]
+    assert checked
+    assert all(c.master_choreography_rights is None for c in checked)
     assert failed.status is JobStatus.ERRORED and failed.failed and failed.error_message
     assert both.count == 2
     assert [j.id for j in seniors.jobs] == [created.id]
-    assert [j.id for j in completed.jobs] == [created.id]
+    assert [j.id for j in errored.jobs] == [broken.id]
     assert paged.count == 2
     assert len(paged.jobs) == 1
     assert info.value.issues
@@ -209,8 +211,8 @@ async def test_webhook_delivery_reaches_a_receiver() -> None:
             await fake.wait_webhooks()
             await receiver.drain(1)
         await receiver.aclose()
-    assert done.status is JobStatus.COMPLETED
-    assert [(u.job_id, u.status) for u in seen] == [(job.id, "Completed")]  # type: ignore[attr-defined]
+    assert done.status is JobStatus.PROCESSED
+    assert [(u.job_id, u.status) for u in seen] == [(job.id, "Processed")]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -3,29 +3,53 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import io
 import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from email.utils import format_datetime
 from typing import Any
 
 import aiohttp
 import orjson
 import pytest
 from aiohttp import web
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from svc_async import JobStatus, SvcError, WebhookVerificationError
+from svc_async import (
+    Client,
+    Entry,
+    EventCursor,
+    JobStatus,
+    MockTransport,
+    Request,
+    Response,
+    SvcError,
+    SyncState,
+    WebhookVerificationError,
+    json_response,
+)
+from svc_async.converter import structure
+from svc_async.models import OutputFile, OutputFileStatus
 from svc_async.webhooks import (
     DEFAULT_PATH,
+    MAX_BODY,
+    EntryUpdate,
     JobStatusUpdate,
+    OutputFileUpdate,
     WebhookPayloadError,
     WebhookReceiver,
+    feed_sync_state,
+    parse_delivery,
+    parse_entry_update,
+    parse_output_file,
     parse_status_update,
 )
 
-from .conftest import serve_app
+from .conftest import load, serve_app
 
 SECRET = "hook-s3cret-value"
 
@@ -92,6 +116,12 @@ json_values = st.recursive(
 )
 
 
+# Generation is cheap, but a garbage collection left by earlier tests can stall the first
+# draw on a loaded machine: the speed checks are not what these tests are about.
+UNHURRIED = settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+
+
+@UNHURRIED
 @given(
     payload=st.dictionaries(
         st.sampled_from(["id", "status", "isTest", "other"]), json_values, max_size=4
@@ -118,7 +148,7 @@ async def serving(receiver: WebhookReceiver) -> AsyncIterator[str]:
 
 
 async def post(url: str, payload: Any, headers: dict[str, str] | None = None, **kwargs: Any) -> int:
-    body = payload if isinstance(payload, bytes) else orjson.dumps(payload)
+    body = payload if isinstance(payload, bytes | io.BytesIO) else orjson.dumps(payload)
     headers = {"Content-Type": "application/json", **(headers or {})}
     async with (
         aiohttp.ClientSession() as session,
@@ -251,7 +281,8 @@ async def test_bad_payload_is_a_400_and_not_dispatched() -> None:
     async with serving(receiver) as url:
         assert await post(url, b"{nope", params={"key": SECRET}) == 400
         assert await post(url, {"status": "Completed"}, params={"key": SECRET}) == 400
-        assert await post(url, b"x" * 70_000, params={"key": SECRET}) == 413
+        too_big = io.BytesIO(b"x" * (MAX_BODY + 1))
+        assert await post(url, too_big, params={"key": SECRET}) == 413
     assert receiver.stats.rejected == 3 and receiver.stats.dispatched == 0
 
 
@@ -358,3 +389,276 @@ async def test_routes_mount_in_your_own_app() -> None:
         await runner.cleanup()
     with pytest.raises(ValueError):
         receiver.routes("no-slash")
+
+
+# ------------------------------------------------------------------ entry updates and output files
+
+ENTRY = load("get-event-entries.response-0.json")[0]
+OUTPUT = {
+    "id": 31,
+    "verificationJobId": 12,
+    "status": "Completed",
+    "downloadURL": "https://files.example/muted.mp3?X-Amz-Signature=abc123secret",
+    "operation": "Mute",
+    "fileType": "Audio",
+}
+
+
+def _entry(**changes: Any) -> dict[str, Any]:
+    return {**ENTRY, **changes}
+
+
+def test_parse_an_entry_update_of_an_event_and_of_a_season() -> None:
+    update = parse_entry_update({"entry": ENTRY, "eventId": 18})
+    assert update == EntryUpdate(entry=structure(ENTRY, Entry), event_id=18)
+    assert update.entry.id == 283 and update.entry.field("division") == "Group"
+    season = parse_entry_update(orjson.dumps({"entry": ENTRY, "seasonId": "3", "isTest": True}))
+    assert season.season_id == 3 and season.event_id is None and season.is_test
+
+
+def test_an_entry_update_keeps_fields_the_sdk_does_not_model() -> None:
+    update = parse_entry_update({"entry": _entry(badge="gold"), "eventId": 18, "other": 1})
+    assert update.entry.extra == {"badge": "gold"}
+
+
+def test_parse_an_output_file_callback() -> None:
+    update = parse_output_file(OUTPUT)
+    assert isinstance(update.output_file, OutputFile)
+    assert update.job_id == 12 and update.output_file.is_ready
+    assert update.output_file.extra == {}
+    assert parse_output_file({**OUTPUT, "isTest": True}).output_file.extra == {}
+    assert update.output_file.status == OutputFileStatus.COMPLETED
+    pending = parse_output_file({**OUTPUT, "status": "Queued", "downloadURL": None})
+    assert pending.output_file.status == "Queued" and not pending.output_file.is_ready
+
+
+def test_parse_delivery_tells_the_three_kinds_apart_by_shape() -> None:
+    assert isinstance(parse_delivery({"id": 4, "status": "Processed"}), JobStatusUpdate)
+    assert isinstance(parse_delivery({"entry": ENTRY, "seasonId": 2}), EntryUpdate)
+    assert isinstance(parse_delivery(OUTPUT), OutputFileUpdate)
+    # An output file without its job id is still recognised as one (and refused as such).
+    with pytest.raises(WebhookPayloadError, match="verificationJobId"):
+        parse_delivery({k: v for k, v in OUTPUT.items() if k != "verificationJobId"})
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"entry": ENTRY}, "exactly one of 'eventId' and 'seasonId'"),
+        ({"entry": ENTRY, "eventId": 1, "seasonId": 2}, "exactly one"),
+        ({"entry": ENTRY, "eventId": 0}, "'eventId' must be a positive id"),
+        ({"entry": ENTRY, "eventId": True}, "'eventId' must be an integer"),
+        ({"entry": None, "eventId": 1}, "'entry' is missing"),
+        ({"entry": [ENTRY], "eventId": 1}, "'entry' is not an object"),
+        ({"entry": {"name": "x"}, "eventId": 1}, r"not a valid Entry \(at entry"),
+        ({"entry": _entry(id="nope"), "eventId": 1}, r"at entry\.id"),
+        ({**OUTPUT, "verificationJobId": "x"}, "'verificationJobId' must be an integer"),
+        ({**OUTPUT, "id": None}, "'id' is missing"),
+        ({**OUTPUT, "status": 5}, r"not a valid OutputFile"),
+    ],
+)
+def test_malformed_entry_and_output_payloads_raise_the_payload_error(
+    payload: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(WebhookPayloadError, match=message):
+        parse_delivery(payload)
+
+
+@UNHURRIED
+@given(
+    payload=st.dictionaries(
+        st.sampled_from(["entry", "eventId", "seasonId", "verificationJobId", "id", "status"]),
+        json_values,
+        max_size=4,
+    )
+)
+def test_any_json_of_any_kind_parses_or_raises_the_payload_error(payload: dict[str, Any]) -> None:
+    try:
+        update = parse_delivery(json.dumps(payload))
+    except WebhookPayloadError:
+        return
+    assert isinstance(update, JobStatusUpdate | EntryUpdate | OutputFileUpdate)
+
+
+async def test_each_kind_reaches_only_its_own_callbacks() -> None:
+    receiver = WebhookReceiver(SECRET)
+    statuses: list[JobStatusUpdate] = []
+    entries: list[EntryUpdate] = []
+    outputs: list[OutputFileUpdate] = []
+    receiver.on_status_update(statuses.append)
+    receiver.on_entry_update(entries.append)
+
+    @receiver.on_output_file
+    async def got_file(update: OutputFileUpdate) -> None:
+        await asyncio.sleep(0)
+        outputs.append(update)
+
+    waiter = receiver._subscribe(12)
+    async with serving(receiver) as url:
+        for payload in ({"entry": ENTRY, "eventId": 18}, OUTPUT, {"id": 12, "status": "Processed"}):
+            assert await post(url, payload, params={"key": SECRET}) == 204
+        await receiver.drain()
+    assert [u.entry.id for u in entries] == [283] and entries[0].event_id == 18
+    assert [u.output_file.id for u in outputs] == [31]
+    assert [(u.job_id, u.status) for u in statuses] == [(12, "Processed")]
+    assert waiter.update is not None and waiter.update.status == "Processed"
+    assert receiver.stats.dispatched == 3
+
+
+async def test_entry_and_output_deliveries_obey_the_secret_and_test_rules() -> None:
+    receiver = WebhookReceiver(SECRET)
+    seen: list[Any] = []
+    receiver.on_entry_update(seen.append)
+    receiver.on_output_file(seen.append)
+    async with serving(receiver) as url:
+        assert await post(url, {"entry": ENTRY, "eventId": 18}, params={"key": "wrong"}) == 401
+        assert await post(url, OUTPUT) == 401
+        test_entry = {"entry": ENTRY, "eventId": 18, "isTest": True}
+        assert await post(url, test_entry, params={"key": SECRET}) == 204
+        assert await post(url, {**OUTPUT, "isTest": True}, params={"key": SECRET}) == 204
+        assert await post(url, {"entry": {}, "eventId": 18}, params={"key": SECRET}) == 400
+        await receiver.drain()
+    assert seen == []
+    assert receiver.stats.rejected == 3 and receiver.stats.tests == 2
+
+
+async def test_entry_duplicates_are_dropped_but_changes_and_reverts_are_not() -> None:
+    receiver = WebhookReceiver(SECRET)
+    names: list[str] = []
+    receiver.on_entry_update(lambda u: names.append(u.entry.name))
+    first = {"entry": ENTRY, "eventId": 18}
+    renamed = {"entry": _entry(name="Lions"), "eventId": 18}
+    same_in_season = {"entry": ENTRY, "seasonId": 3}
+    for payload in (first, first, renamed, renamed, first, same_in_season):
+        receiver.dispatch(parse_delivery(payload))
+    await receiver.drain()
+    # Re-deliveries of the entry's latest content are dropped; a revert is a real change.
+    assert names == ["Leopards", "Lions", "Leopards", "Leopards"]
+    assert receiver.stats.duplicates == 2
+
+
+async def test_output_file_duplicates_are_dropped_by_file_and_status() -> None:
+    receiver = WebhookReceiver(SECRET)
+    seen: list[str] = []
+    receiver.on_output_file(lambda u: seen.append(str(u.output_file.status)))
+    resigned = {**OUTPUT, "downloadURL": "https://files.example/muted.mp3?X-Amz-Signature=new"}
+    for payload in ({**OUTPUT, "status": "Processing"}, OUTPUT, resigned, OUTPUT):
+        receiver.dispatch(parse_delivery(payload))
+    await receiver.drain()
+    assert seen == ["Processing", "Completed"] and receiver.stats.duplicates == 2
+
+
+async def test_callback_failures_are_logged_without_signed_links(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    receiver = WebhookReceiver(SECRET)
+
+    @receiver.on_output_file
+    def broken(update: OutputFileUpdate) -> None:
+        raise RuntimeError("handler bug")
+
+    with caplog.at_level(logging.DEBUG, logger="svc_async"):
+        receiver.dispatch(parse_delivery(OUTPUT))
+        receiver.dispatch(parse_delivery(OUTPUT))
+        await receiver.drain()
+    assert "output file 31 of job 12" in caplog.text and "handler bug" in caplog.text
+    assert "abc123secret" not in caplog.text
+    assert receiver.stats.callback_errors == 1
+
+
+def test_new_hooks_refuse_non_callables() -> None:
+    receiver = WebhookReceiver(SECRET)
+    with pytest.raises(TypeError):
+        receiver.on_entry_update(1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        receiver.on_output_file("x")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ feeding entries.sync
+
+SERVER_NOW = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
+API_FOR_SYNC = "http://svc.test"
+
+
+def _iso(when: dt.datetime) -> str:
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _synced_entry(entry_id: int, updated: dt.datetime) -> dict[str, Any]:
+    return {
+        "id": entry_id,
+        "name": f"Team {entry_id}",
+        "fields": [],
+        "soundRecording": {
+            "createdAt": _iso(updated - dt.timedelta(hours=1)),
+            "updatedAt": _iso(updated),
+            "downloadURL": "https://files.example/r.mp3?sig=x",
+            "uploadFileName": "r.mp3",
+            "licenseStatus": "Licensed",
+            "status": "Complete",
+            "songs": [],
+        },
+    }
+
+
+class EntriesServer:
+    """One event's entries, filtered by ``updatedAfter``, with a fixed ``Date``."""
+
+    def __init__(self) -> None:
+        self.entries: dict[int, dt.datetime] = {}
+        self.now = SERVER_NOW
+        self.transport = MockTransport(self.handle)
+
+    def handle(self, request: Request) -> Response:
+        body = request.json() or {}
+        after = body.get("updatedAfter")
+        since = None if after is None else dt.datetime.fromisoformat(after)
+        out = [
+            _synced_entry(i, t)
+            for i, t in sorted(self.entries.items())
+            if since is None or t > since
+        ]
+        return json_response(out, headers={"Date": format_datetime(self.now, usegmt=True)})
+
+
+async def test_a_fed_entry_update_is_not_reported_again_by_the_next_sync() -> None:
+    server = EntriesServer()
+    server.entries = {1: SERVER_NOW - dt.timedelta(hours=2), 2: SERVER_NOW - dt.timedelta(hours=1)}
+    async with Client(API_FOR_SYNC, token="t", transport=server.transport) as svc:
+        first = await svc.entries.sync([5])
+        assert sorted(e.id for e in first.entries) == [1, 2]
+        # Entry 1 changes; its webhook arrives and is fed. Entry 3 appears unannounced.
+        changed = SERVER_NOW + dt.timedelta(minutes=5)
+        server.entries[1] = changed
+        server.entries[3] = changed + dt.timedelta(seconds=1)
+        server.now = SERVER_NOW + dt.timedelta(minutes=10)
+        update = parse_entry_update({"entry": _synced_entry(1, changed), "eventId": 5})
+        fed = feed_sync_state(first.state, update)
+        unfed = await svc.entries.sync([5], first.state)
+        second = await svc.entries.sync([5], fed)
+    assert sorted(e.id for e in unfed.entries) == [1, 3]  # without feeding: both
+    assert [e.id for e in second.entries] == [3]  # the pushed change is not repeated
+    assert first.state.cursor(5) is not None and first.state.cursor(5).seen == frozenset()
+
+
+def test_feeding_changes_only_a_tracked_event_and_only_for_new_versions() -> None:
+    since = SERVER_NOW - dt.timedelta(minutes=2)
+    state = SyncState(events={5: EventCursor(since=since)})
+    newer = parse_entry_update({"entry": _synced_entry(1, SERVER_NOW), "eventId": 5})
+    fed = feed_sync_state(state, newer)
+    assert fed.cursor(5) == EventCursor(since=since, seen=frozenset({(1, SERVER_NOW)}))
+    assert feed_sync_state(fed, newer) is fed  # already recorded
+    older = parse_entry_update({"entry": _synced_entry(1, since), "eventId": 5})
+    assert feed_sync_state(state, older) is state  # at the watermark: not fetched again
+    no_recording = parse_entry_update({"entry": ENTRY, "eventId": 5})
+    assert feed_sync_state(state, no_recording) is state
+    untracked = parse_entry_update({"entry": _synced_entry(1, SERVER_NOW), "eventId": 6})
+    assert feed_sync_state(state, untracked) is state  # its first sync fetches all anyway
+    season = parse_entry_update({"entry": _synced_entry(1, SERVER_NOW), "seasonId": 5})
+    assert feed_sync_state(state, season) is state
+    test = parse_entry_update({"entry": _synced_entry(1, SERVER_NOW), "eventId": 5, "isTest": True})
+    assert feed_sync_state(state, test) is state
+    with pytest.raises(TypeError):
+        feed_sync_state({}, newer)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        feed_sync_state(state, JobStatusUpdate(job_id=1, status="x"))  # type: ignore[arg-type]

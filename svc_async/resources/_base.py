@@ -1,23 +1,50 @@
-"""What every sub-client shares: a reference to its client."""
+"""What every sub-client shares: its client and the narrow callable that sends a call."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..transport import Timeout
 
 if TYPE_CHECKING:
     from ..client import Client
+    from ..pipeline import Resolver, StreamDecoder
+    from ..retry import RetryPolicy
 
 TimeoutOpt = float | Timeout | None | Literal["default"]
 """Per-call timeout: seconds, a Timeout, None for no limit, or the client's default."""
 
 
-class Resource:
-    """Base of the sub-clients; holds the client whose pipeline they use."""
+class Send(Protocol):
+    """Run one call through the client's pipeline.
 
-    def __init__(self, client: Client) -> None:
-        self._client = client
+    Returns the decoded data, or with ``reply=True`` a ``Reply``: the data with the
+    metadata of the response that carried it.
+    """
+
+    def __call__(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        host: Literal["api", "account"] = "api",
+        idempotent: bool,
+        timeout: TimeoutOpt = "default",
+        retry: RetryPolicy | None = None,
+        resolve: Resolver | None = None,
+        stream_decode: StreamDecoder | None = None,
+        reply: bool = False,
+    ) -> Awaitable[Any]: ...
+
+
+class Resource:
+    """Base of the sub-clients; sends through the ``send`` callable its client gives it."""
+
+    def __init__(self, client: Client, send: Send) -> None:
+        self._owner = client
+        self._send = send
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} of {self._client!r}>"
+        return f"<{type(self).__name__} of {self._owner!r}>"

@@ -8,7 +8,7 @@ from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import _validate as v
-from .._incremental import StreamDecode
+from .._incremental import Sliced, StreamDecode
 from ..converter import format_timestamp, structure
 from ..models import Entry
 from ..retry import RetryPolicy
@@ -16,6 +16,7 @@ from ._base import Resource, TimeoutOpt
 
 if TYPE_CHECKING:  # bulk and sync load on first use, to keep `import svc_async` light
     from ..bulk import EntryBatch, Progress
+    from ..pipeline import ResponseMeta
     from ..sync import SyncResult, SyncState
 
 EVENT_PATH = "/api/public/v1/event/{id}/entries"
@@ -41,8 +42,25 @@ def parse_entries(data: Any) -> builtins.list[Entry]:
     return structure(data, builtins.list[Entry])
 
 
+def _entries(data: Any) -> builtins.list[Entry]:
+    """The models of an answer from ``StreamDecode``: sliced already, or one-shot data."""
+    if type(data) is Sliced:
+        if data.error is not None:
+            raise data.error
+        return data.items
+    return parse_entries(data)
+
+
 class Entries(Resource):
     """Participants' entries, with their recordings and licence data."""
+
+    def _decoder(self) -> StreamDecode:
+        """Big answers are structured in slices as they stream (issue 13)."""
+        transport = self._owner.transport
+        max_body = getattr(transport, "max_body_size", None)
+        if isinstance(max_body, int):
+            return StreamDecode(Entry, max_body=max_body)
+        return StreamDecode(Entry)
 
     async def for_event(
         self,
@@ -77,16 +95,32 @@ class Entries(Resource):
         timeout: TimeoutOpt,
         retry: RetryPolicy | None,
     ) -> builtins.list[Entry]:
-        # A big answer is structured in slices as it streams (issue 13); the transport
-        # finds this strategy in a task-local context variable and fills its result.
-        with StreamDecode(path, Entry) as decoder:
-            data = await self._client._call(
-                "POST", path, body, idempotent=True, timeout=timeout, retry=retry
+        with self._decoder() as decoder:
+            data = await self._send(
+                "POST",
+                path,
+                body,
+                idempotent=True,
+                timeout=timeout,
+                retry=retry,
+                stream_decode=decoder,
             )
-        # Taken out of the decoder: callbacks scheduled during the call (aiohttp's
-        # keep-alive timer) keep a copy of the context, and with it the decoder.
-        result, decoder.result = decoder.result, None
-        return parse_entries(data) if result is None else result
+        return _entries(data)
+
+    async def _fetch_path(self, path: str, body: dict[str, Any] | None) -> builtins.list[Entry]:
+        return await self._fetch(path, body, "default", None)
+
+    async def _fetch_event(
+        self, event_id: int, updated_after: dt.datetime | None
+    ) -> tuple[builtins.list[Entry], ResponseMeta | None]:
+        """One event's entries with the metadata of their answer (for sync's watermark)."""
+        path = EVENT_PATH.format(id=v.positive_id(event_id, "event_id"))
+        body = filter_body(updated_after, None)
+        with self._decoder() as decoder:
+            reply = await self._send(
+                "POST", path, body, idempotent=True, reply=True, stream_decode=decoder
+            )
+        return _entries(reply.data), reply.meta
 
     def for_events(
         self,
@@ -111,7 +145,7 @@ class Entries(Resource):
         from ..bulk import entry_batches
 
         return entry_batches(
-            self,
+            self._fetch_path,
             "event",
             event_ids,
             concurrency=concurrency,
@@ -135,7 +169,7 @@ class Entries(Resource):
         from ..bulk import entry_batches
 
         return entry_batches(
-            self,
+            self._fetch_path,
             "season",
             season_ids,
             concurrency=concurrency,
@@ -163,5 +197,9 @@ class Entries(Resource):
         from ..sync import DEFAULT_MARGIN, sync_entries
 
         return await sync_entries(
-            self, event_ids, state, concurrency=concurrency, margin=margin or DEFAULT_MARGIN
+            self._fetch_event,
+            event_ids,
+            state,
+            concurrency=concurrency,
+            margin=margin or DEFAULT_MARGIN,
         )

@@ -36,7 +36,7 @@ class Events(Resource):
             body["offset"] = v.count(offset, "offset")
         if organisation_id is not None:
             body["organisationId"] = v.positive_id(organisation_id, "organisation_id")
-        data = await self._client._call(
+        data = await self._send(
             "POST", PATH, body or None, idempotent=True, timeout=timeout, retry=retry
         )
         return structure(data, builtins.list[Event])

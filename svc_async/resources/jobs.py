@@ -5,27 +5,31 @@ from __future__ import annotations
 import asyncio
 import builtins
 import datetime as dt
+import hashlib
 import logging
 import uuid
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from .. import _validate as v
 from ..converter import structure, unstructure
-from ..errors import (
-    AmbiguousCreateError,
-    APIError,
-    ResponseDecodeError,
-    ServerError,
-    SvcError,
-    TransportError,
+from ..errors import AmbiguousCreateError, SvcError
+from ..models import (
+    CREATION_TAG_PREFIX,
+    CURRENT_JOB_STATUSES,
+    LEGACY_JOB_STATUSES,
+    JobRequest,
+    JobSearchResults,
+    VerificationJob,
 )
-from ..models import CREATION_TAG_PREFIX, JobRequest, JobSearchResults, VerificationJob
 from ..pagination import iter_counted
-from ..retry import RetryPolicy, parse_retry_after
+from ..retry import RetryPolicy
 from ._base import Resource, TimeoutOpt
 
 if TYPE_CHECKING:  # the poller loads on first use, to keep `import svc_async` light
+    from ..pipeline import Resolver
     from ..polling import JobIds, OnStatus, PollPolicy
 
 logger = logging.getLogger("svc_async")
@@ -35,16 +39,39 @@ GET_PATH = "/api/public/v1/verification-job/{id}"
 SEARCH_PATH = "/api/public/v1/verification-job/search"
 
 
-def validate_request(request: JobRequest) -> None:
-    """Check a JobRequest before it is sent; raises ValueError/TypeError naming the field."""
+RESOLVE_INTERVAL = 1.0
+"""Longest pause between searches for the tag of an ambiguous create (seconds)."""
+RESOLVE_SEARCH_TIMEOUT = 10.0
+RESOLVE_DEFAULT = 120.0
+"""How long an ambiguous create is resolved when its call has no deadline (seconds)."""
+
+
+def tag_for_key(idempotency_key: str) -> str:
+    """The creation tag for a caller's idempotency key: the same key, the same tag."""
+    if not isinstance(idempotency_key, str) or not idempotency_key.strip():
+        raise ValueError("idempotency_key must be a non-empty string")
+    digest = hashlib.sha256(idempotency_key.encode("utf-8")).hexdigest()[:48]
+    return f"{CREATION_TAG_PREFIX}key-{digest}"
+
+
+def validate_request(request: JobRequest) -> JobRequest:
+    """Check a JobRequest against the service's rules before it is sent.
+
+    Returns the request as it goes out (territories in upper case); raises
+    ValueError/TypeError naming the field (e.g. ``request.tags[2]``) otherwise. The rules
+    are TYPES.md "Requests": ``email`` an address or None, ``external_id`` a string or
+    None, territories of two characters, tags of 2 to 255 characters, licence sources
+    among the six (no file URLs for Service and Pending License), ``type`` VOD or
+    Routine, ``output_file`` operation Mute.
+    """
     if not isinstance(request, JobRequest):
         raise TypeError(f"request must be a JobRequest, got {type(request).__name__}")
-    v.string(request.name, "request.name")
-    v.email(request.email, "request.email")
+    v.string(request.name, "request.name", allow_empty=True)
+    v.optional_email(request.email, "request.email")
     v.positive_id(request.organisation_id, "request.organisation_id")
     v.http_url(request.audio_file_url, "request.audio_file_url")
-    v.country_codes(request.required_territories, "request.required_territories")
-    v.string(request.external_id, "request.external_id", allow_empty=True)
+    territories = v.country_codes(request.required_territories, "request.required_territories")
+    v.optional_string(request.external_id, "request.external_id")
     v.tags(request.tags, "request.tags")
     for name in ("start_date", "end_date"):
         value = getattr(request, name)
@@ -53,16 +80,54 @@ def validate_request(request: JobRequest) -> None:
             raise TypeError(f"request.{name} must be a datetime.date (not a datetime)")
     if request.start_date > request.end_date:
         raise ValueError("request.start_date must not be after request.end_date")
-    for i, details in enumerate(request.license_details):
-        where = f"request.license_details[{i}]"
-        v.string(details.license_source, f"{where}.license_source")
-        v.string(details.license_source_name, f"{where}.license_source_name", allow_empty=True)
-        for url in v.string_list(details.license_file_urls, f"{where}.license_file_urls"):
-            v.http_url(url, f"{where}.license_file_urls")
+    details = request.license_details
+    if isinstance(details, str | bytes) or not isinstance(details, list | tuple):
+        raise TypeError(
+            "request.license_details must be a list of LicenseDetails,"
+            f" got {type(details).__name__}"
+        )
+    for i, item in enumerate(details):
+        v.license_details(item, f"request.license_details[{i}]")
+    if request.type is not None:
+        v.one_of(request.type, v.JOB_TYPES, "request.type")
+    if request.output_file is not None:
+        v.output_file(request.output_file, "request.output_file")
+    if territories != request.required_territories:
+        return attrs.evolve(request, required_territories=territories)
+    return request
+
+
+def _search_statuses(value: Any, name: str = "statuses") -> builtins.list[str]:
+    """Statuses a search may carry: only the service's current list (legacy ones refused)."""
+    allowed = [str(s) for s in CURRENT_JOB_STATUSES]
+    items = v.string_list(value, name)
+    for i, status in enumerate(items):
+        if str(status) not in allowed:
+            hint = (
+                " (a legacy name the service still shows but refuses in a search:"
+                " ask for Processed or Submitted)"
+                if str(status) in LEGACY_JOB_STATUSES
+                else ""
+            )
+            raise ValueError(
+                f"{name}[{i}] is {str(status)!r}, not one of the service's current job"
+                f" statuses: {', '.join(allowed)}{hint}"
+            )
+    return [str(status) for status in items]
+
+
+def _search_tags(value: Any) -> builtins.list[str]:
+    """Search tags: at most 100 strings, of any length."""
+    return v.tags(value, "tags", maximum=v.MAX_SEARCH_TAGS, lengths=None)
 
 
 class Jobs(Resource):
     """Create verification jobs, read them, search them by tags, and wait for verdicts."""
+
+    @property
+    def webhooks(self) -> Any:
+        """The client's webhook receiver (None: polling only), for ``jobs.wait``."""
+        return self._owner.webhooks
 
     async def create(
         self,
@@ -71,118 +136,129 @@ class Jobs(Resource):
         timeout: TimeoutOpt = "default",
         retry: RetryPolicy | None = None,
         creation_tag: bool | None = None,
+        idempotency_key: str | None = None,
     ) -> VerificationJob:
         """Create a job exactly once, even when the service's answer is lost.
 
-        The service has no idempotency key, so each create carries a unique tag
-        (``svc-async-create:<uuid4 hex>``; turn off with ``creation_tag=False`` or
-        ``Client(creation_tags=False)``). The request is re-sent at once only when it
-        certainly never left; after an ambiguous failure the SDK searches for the tag
-        and re-sends only when no job carries it. ``AmbiguousCreateError`` (with the tag)
-        when it still cannot tell.
+        The service has no idempotency key, so each create carries a tag
+        (``svc-async-create:<uuid4 hex>``, or derived from ``idempotency_key``; turn off
+        with ``creation_tag=False`` or ``Client(creation_tags=False)``). The request is
+        re-sent only when the failure proves the service never processed it (refused
+        connection, 429, 503 with Retry-After). After any other failure the SDK searches
+        for the tag until it finds the job or the call's deadline (``RetryPolicy.timeout``)
+        passes, then raises ``AmbiguousCreateError`` (with the tag): it never POSTs again.
+
+        With ``idempotency_key`` the tag is derived from the key, and the job carrying it
+        is looked up first: a repeat of the same create (e.g. by a restarted process)
+        returns the existing job instead of making another, once the search index shows
+        it (the index lags writes by a few seconds).
         """
-        validate_request(request)
-        use_tag = self._client.creation_tags if creation_tag is None else creation_tag
+        request = validate_request(request)
+        use_tag = self._owner.creation_tags if creation_tag is None else creation_tag
+        if idempotency_key is not None:
+            if creation_tag is False:
+                raise ValueError(
+                    "idempotency_key needs creation_tag; do not pass creation_tag=False"
+                )
+            tag: str | None = tag_for_key(idempotency_key)
+        else:
+            tag = f"{CREATION_TAG_PREFIX}{uuid.uuid4().hex}" if use_tag else None
         body: dict[str, Any] = unstructure(request)
-        tag = f"{CREATION_TAG_PREFIX}{uuid.uuid4().hex}" if use_tag else None
         if tag is not None:
             body["tags"] = [*body["tags"], tag]
-        policy = retry or self._client._retry
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                data = await self._client._call(
-                    "POST",
-                    CREATE_PATH,
-                    body,
-                    idempotent=False,
-                    retry_on_status=False,
-                    timeout=timeout,
-                    retry=policy,
-                )
-                return structure(data, VerificationJob)
-            except TransportError as exc:
-                failure: SvcError = exc
-                ambiguous = exc.maybe_sent
-            except ServerError as exc:
-                failure = exc
-                retry_after = parse_retry_after(exc.headers.get("Retry-After"))
-                # A 503 with Retry-After is a refusal before processing; others may hide a job.
-                ambiguous = not (exc.status == 503 and retry_after is not None)
-            except ResponseDecodeError as exc:
-                failure, ambiguous = exc, True
-            if ambiguous:
-                if tag is None:
-                    raise failure
-                found, searched = await self._find_created(tag, policy)
-                if found is not None:
-                    return found
-                if not searched:
-                    # Without one answered search "no job" is unknown: re-sending could
-                    # create a second job.
-                    raise AmbiguousCreateError(
-                        f"could not tell whether the job was created ({failure}) because"
-                        f" the search failed; search for tag {tag!r} later",
-                        tag=tag,
-                    ) from failure
-            if attempt >= policy.max_attempts:
-                if ambiguous and tag is not None:
-                    raise AmbiguousCreateError(
-                        f"could not tell whether the job was created ({failure});"
-                        f" search for tag {tag!r} later",
-                        tag=tag,
-                    ) from failure
-                raise failure
-            wait = policy.backoff(attempt)
-            if isinstance(failure, APIError):
-                wait = max(wait, parse_retry_after(failure.headers.get("Retry-After")) or 0.0)
-            logger.info(
-                "re-sending job create (attempt %d of %d) after %s",
-                attempt + 1,
-                policy.max_attempts,
-                type(failure).__name__,
+            if idempotency_key is not None:
+                existing = await self._lookup(tag, None)
+                if existing is not None:
+                    return existing
+        resolve = None if tag is None else self._resolver(tag)
+        try:
+            data = await self._send(
+                "POST",
+                CREATE_PATH,
+                body,
+                idempotent=False,
+                timeout=timeout,
+                retry=retry,
+                resolve=resolve,
             )
-            await asyncio.sleep(wait)
+        except asyncio.CancelledError:
+            if tag is not None:
+                logger.warning("job create cancelled; it may exist: search for tag %s", tag)
+            raise
+        if isinstance(data, VerificationJob):
+            return data  # found by its tag after an ambiguous failure
+        return structure(data, VerificationJob)
 
-    async def _find_created(
-        self, tag: str, policy: RetryPolicy
-    ) -> tuple[VerificationJob | None, bool]:
-        """Look for the job carrying ``tag``, a few times since the search index may lag.
+    def _resolver(self, tag: str) -> Resolver:
+        """The pipeline's hook for an ambiguous create: search for ``tag`` until the deadline."""
 
-        Returns the job (the lowest id if several carry the tag) and whether any search
-        was answered at all.
+        async def resolve(failure: SvcError, deadline: float | None) -> VerificationJob:
+            loop = asyncio.get_running_loop()
+            end = loop.time() + RESOLVE_DEFAULT if deadline is None else deadline
+            looks = 0
+            while True:
+                looks += 1
+                left = end - loop.time()
+                if left > 0.05:
+                    found = await self._lookup(tag, min(left, RESOLVE_SEARCH_TIMEOUT))
+                    if found is not None:
+                        return found
+                left = end - loop.time()
+                if left <= 0.05:
+                    break
+                await asyncio.sleep(min(left - 0.05, RESOLVE_INTERVAL * min(looks, 4) / 4))
+            logger.warning(
+                "job create ended ambiguous after %s: search for tag %s later",
+                type(failure).__name__,
+                tag,
+            )
+            raise AmbiguousCreateError(
+                f"could not tell whether the job was created ({failure}); no job with"
+                f" tag {tag!r} appeared before the deadline; search for it later"
+                " (jobs.find_created)",
+                tag=tag,
+            ) from failure
+
+        return resolve
+
+    async def _lookup(self, tag: str, timeout: float | None) -> VerificationJob | None:
+        """The job carrying ``tag`` (the lowest id if several), None when none or on error."""
+        policy = None if timeout is None else RetryPolicy(timeout=max(0.05, timeout))
+        try:
+            page = await self.search(tags=[tag], limit=10, retry=policy)
+        except SvcError as exc:
+            logger.info("search for creation tag failed: %s", type(exc).__name__)
+            return None
+        if not page.jobs:
+            return None
+        jobs = sorted(page.jobs, key=lambda job: job.id)
+        if len(jobs) > 1:
+            logger.warning(
+                "job create produced %d jobs with tag %s: %s; returning %d",
+                len(jobs),
+                tag,
+                [job.id for job in jobs],
+                jobs[0].id,
+            )
+        return jobs[0]
+
+    async def find_created(self, tag_or_key: str) -> VerificationJob | None:
+        """The job a create made, by its creation tag or the ``idempotency_key`` it used.
+
+        One search: a job created in the last few seconds may not show yet (index lag).
         """
-        searched = False
-        for look in range(1, policy.max_attempts + 1):
-            try:
-                page = await self.search(tags=[tag], limit=10)
-            except SvcError as exc:
-                logger.info("search for creation tag failed: %s", type(exc).__name__)
-            else:
-                searched = True
-                if page.jobs:
-                    jobs = sorted(page.jobs, key=lambda job: job.id)
-                    if len(jobs) > 1:
-                        logger.warning(
-                            "job create produced %d jobs with tag %s: %s; returning %d",
-                            len(jobs),
-                            tag,
-                            [job.id for job in jobs],
-                            jobs[0].id,
-                        )
-                    return jobs[0], True
-            if look < policy.max_attempts:
-                # The full wait, no jitter: the point is to outwait the index.
-                await asyncio.sleep(policy.ceiling(look))
-        return None, searched
+        if not isinstance(tag_or_key, str) or not tag_or_key:
+            raise TypeError("tag_or_key must be a non-empty string")
+        tag = tag_or_key if tag_or_key.startswith(CREATION_TAG_PREFIX) else tag_for_key(tag_or_key)
+        page = await self.search(tags=[tag], limit=10)
+        return min(page.jobs, key=lambda job: job.id) if page.jobs else None
 
     async def get(
         self, job_id: int, *, timeout: TimeoutOpt = "default", retry: RetryPolicy | None = None
     ) -> VerificationJob:
         """One job in full, with its recording and licence data once processed."""
         path = GET_PATH.format(id=v.positive_id(job_id, "job_id"))
-        data = await self._client._call("GET", path, idempotent=True, timeout=timeout, retry=retry)
+        data = await self._send("GET", path, idempotent=True, timeout=timeout, retry=retry)
         return structure(data, VerificationJob)
 
     async def search(
@@ -198,14 +274,14 @@ class Jobs(Resource):
     ) -> JobSearchResults:
         """One page of jobs carrying ALL ``tags`` (none: every job); ``count`` is the total."""
         body: dict[str, Any] = {
-            "tags": v.tags(tags, "tags", maximum=v.MAX_SEARCH_TAGS),
-            "statuses": [str(s) for s in v.string_list(statuses, "statuses")],
+            "tags": _search_tags(tags),
+            "statuses": _search_statuses(statuses),
             "limit": v.count(limit, "limit", minimum=1, maximum=v.MAX_PAGE_SIZE),
             "offset": v.count(offset, "offset"),
         }
         if org_id is not None:
             body["orgId"] = v.positive_id(org_id, "org_id")
-        data = await self._client._call(
+        data = await self._send(
             "POST", SEARCH_PATH, body, idempotent=True, timeout=timeout, retry=retry
         )
         return structure(data, JobSearchResults)
@@ -229,8 +305,8 @@ class Jobs(Resource):
         search is read once more from the start (see ``pagination.iter_counted``). Jobs
         present throughout are yielded exactly once; jobs added meanwhile at most once.
         """
-        tag_list = v.tags(tags, "tags", maximum=v.MAX_SEARCH_TAGS)
-        status_list = v.string_list(statuses, "statuses")
+        tag_list = _search_tags(tags)
+        status_list = _search_statuses(statuses)
         v.optional_id(org_id, "org_id")
         size = v.count(page_size, "page_size", minimum=1, maximum=v.MAX_PAGE_SIZE)
         workers = v.count(concurrency, "concurrency", minimum=1, maximum=64)
@@ -248,15 +324,19 @@ class Jobs(Resource):
     async def wait(
         self,
         job_id: int,
+        *,
         timeout: float | None = None,
         policy: PollPolicy | None = None,
         on_status: OnStatus | None = None,
     ) -> VerificationJob:
-        """Poll until the job is finished (Completed, Errored or an error message); return it.
+        """Poll until the job is finished; return it whatever the outcome.
 
-        ``timeout`` defaults to ``policy.timeout``; ``JobWaitTimeout`` carries the last
-        snapshot. ``on_status`` (sync or async) sees each status change. With
-        ``Client(webhooks=receiver)`` the wait wakes on the job's webhook delivery.
+        Finished: Processed, Submitted or Errored (and the legacy Completed/Confirmed), or
+        any job with an ``errorMessage``. ``timeout`` bounds the whole wait in seconds,
+        polls and pauses included (default ``policy.timeout``); it is not a per-request
+        limit. ``JobWaitTimeout`` carries the last snapshot. ``on_status`` (sync or async)
+        sees each status change. With ``Client(webhooks=receiver)`` the wait wakes on the
+        job's webhook delivery.
         """
         from .. import polling
 
@@ -267,11 +347,15 @@ class Jobs(Resource):
     async def create_and_wait(
         self,
         request: JobRequest,
+        *,
         timeout: float | None = None,
         policy: PollPolicy | None = None,
         on_status: OnStatus | None = None,
     ) -> VerificationJob:
-        """Create a job (exactly once) and wait until it is finished."""
+        """Create a job (exactly once) and wait until it is finished.
+
+        ``timeout`` bounds the wait (seconds from the moment the job was created).
+        """
         from .. import polling
 
         return await polling.create_and_wait(
@@ -286,7 +370,10 @@ class Jobs(Resource):
         policy: PollPolicy | None = None,
         timeout: float | None = None,
     ) -> AsyncGenerator[VerificationJob, None]:
-        """Yield jobs as they finish, with one tag search per tick instead of a poll each."""
+        """Yield jobs as they finish, with one tag search per tick instead of a poll each.
+
+        ``timeout`` bounds the whole wait for all of them.
+        """
         from .. import polling
 
         return polling.wait_many(self, job_ids, tag=tag, policy=policy, timeout=timeout)
@@ -294,10 +381,14 @@ class Jobs(Resource):
     def watch(
         self,
         job_id: int,
+        *,
         policy: PollPolicy | None = None,
         timeout: float | None = None,
     ) -> AsyncGenerator[VerificationJob, None]:
-        """Yield the job's snapshots as its status changes, ending after the finished one."""
+        """Yield the job's snapshots as its status changes, ending after the finished one.
+
+        ``timeout`` bounds the whole watch.
+        """
         from .. import polling
 
         return polling.watch(self, job_id, policy=policy, timeout=timeout)

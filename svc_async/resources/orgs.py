@@ -19,7 +19,7 @@ class Orgs(Resource):
         self, *, timeout: TimeoutOpt = "default", retry: RetryPolicy | None = None
     ) -> builtins.list[Organisation]:
         """Every organisation the account can access."""
-        data = await self._client._call(
+        data = await self._send(
             "GET", PATH, host="account", idempotent=True, timeout=timeout, retry=retry
         )
         return structure(data, builtins.list[Organisation])

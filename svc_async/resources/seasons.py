@@ -19,5 +19,5 @@ class Seasons(Resource):
         self, *, timeout: TimeoutOpt = "default", retry: RetryPolicy | None = None
     ) -> builtins.list[Season]:
         """Every season the account can access."""
-        data = await self._client._call("GET", PATH, idempotent=True, timeout=timeout, retry=retry)
+        data = await self._send("GET", PATH, idempotent=True, timeout=timeout, retry=retry)
         return structure(data, builtins.list[Season])

@@ -16,12 +16,24 @@ or in-process, without sockets::
 
 Time is on ``fake.clock`` (wall time plus ``advance``; ``FakeClock(start=...)`` freezes
 it), faults come from ``FaultConfig``, and everything received is in ``fake.requests``.
+It speaks today's service (TYPES.md) unless ``FakeService(legacy=True)``; signed links
+live on a separate files origin (``fake.files_url``).
+
+The house: ``service`` (the object, running it) with ``builders``, ``drivers``,
+``observe`` and ``knobs`` as its mixins; ``core`` (sans-I/O request handling) over
+``endpoints``, ``rules`` (what requests are accepted), ``access`` (tokens, rate limit)
+and ``wire`` (HTTP values); the data in ``state``, ``seed``, ``today`` (today's optional
+shapes), ``licensing``, ``jobs``, ``lifecycle`` and ``render``; ``files`` (storage),
+``webhooks``, ``faults``, ``clock``, ``flavour`` and ``app`` (the two adapters).
 """
 
 from .clock import FakeClock, format_timestamp, parse_timestamp
 from .faults import FaultConfig
+from .files import FILES_ORIGIN
+from .flavour import CURRENT_STATUSES, LEGACY_STATUSES
 from .handlers import ROUTE_TEMPLATES, Outcome, RawRequest, RecordedRequest
 from .jobs import AUDIO_EXTENSIONS
+from .rules import LICENSE_SOURCES
 from .seed import SCENARIOS
 from .service import FakeService
 from .state import Account
@@ -29,6 +41,10 @@ from .webhooks import WebhookDelivery
 
 __all__ = [
     "AUDIO_EXTENSIONS",
+    "CURRENT_STATUSES",
+    "FILES_ORIGIN",
+    "LEGACY_STATUSES",
+    "LICENSE_SOURCES",
     "ROUTE_TEMPLATES",
     "SCENARIOS",
     "Account",

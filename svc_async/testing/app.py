@@ -18,15 +18,15 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from ..errors import ConnectionLostError, RequestTimeout, TransportError
 from ..transport import Request, Response, StreamResponse, Timeout
-from .handlers import Outcome, RawRequest
+from .wire import Outcome, RawRequest
 
 __all__ = ["InProcessTransport", "make_app"]
 
 Execute = Callable[[RawRequest], Awaitable[Outcome]]
 
 
-def make_app(execute: Execute) -> web.Application:
-    """An aiohttp application that answers every path through ``execute``."""
+def make_app(execute: Execute, origin: str = "api") -> web.Application:
+    """An aiohttp application answering every path through ``execute`` as ``origin``."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
         body = await request.read()
@@ -37,6 +37,7 @@ def make_app(execute: Execute) -> web.Application:
             headers=CIMultiDict(request.headers),
             body=body,
             base=f"{request.scheme}://{request.host}",
+            origin=origin,
         )
         outcome = await execute(raw)
         if outcome.action == "reset":
@@ -82,7 +83,8 @@ class InProcessTransport:
 
     Honours ``Request.timeout.total`` (raising ``RequestTimeout``), raises
     ``ConnectionLostError`` for injected resets and cut bodies, and supports ``stream``
-    for downloads. ``base_url`` is used for requests whose URL is relative.
+    for downloads. ``base_url`` is used for requests whose URL is relative; requests to
+    ``files_origin()`` go to the fake's files origin.
     """
 
     def __init__(
@@ -91,8 +93,10 @@ class InProcessTransport:
         *,
         base_url: str = "http://fake.invalid",
         on_close: Callable[[], Awaitable[None]] | None = None,
+        files_origin: Callable[[], str] | None = None,
     ) -> None:
         self._execute = execute
+        self._files_origin = files_origin
         self.base_url = base_url.rstrip("/")
         self._on_close = on_close
         self.closed = False
@@ -112,6 +116,9 @@ class InProcessTransport:
             headers=CIMultiDict(request.headers),
             body=request.content or b"",
             base=base,
+            origin="files"
+            if self._files_origin is not None and base == self._files_origin()
+            else "api",
         )
         total = (request.timeout or Timeout()).total
         try:

@@ -10,6 +10,7 @@ out (sleep, drop the connection, cut a body).
 from __future__ import annotations
 
 import random
+import re
 
 import attrs
 
@@ -120,7 +121,7 @@ class FaultInjector:
             return False
         if cfg.paths is None:
             return True
-        return any(p == route or path.startswith(p) for p in cfg.paths)
+        return any(_same_template(p, route) or path.startswith(p) for p in cfg.paths)
 
     def decide(self, method: str, path: str, route: str | None) -> FaultDecision:
         """The faults for one request to ``path`` (matched ``route`` template or None)."""
@@ -159,3 +160,11 @@ class FaultInjector:
         self.injected += 1
         stall = cfg.stall_seconds if after == "create_stall" else 0.0
         return FaultDecision(delay=delay, stall=stall, kind=kind, after=after, status=status)
+
+
+def _same_template(a: str, b: str | None) -> bool:
+    """Route templates are equal up to their placeholder names."""
+    if b is None:
+        return False
+    shape = re.compile(r"\{[^}/]*\}")
+    return shape.sub("{}", a) == shape.sub("{}", b)

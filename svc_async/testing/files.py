@@ -1,10 +1,17 @@
-"""Signed file links and the fake storage host (``GET /files/...``).
+"""Signed file links and the fake storage host, a separate origin as in production.
 
-Recording links imitate S3 presigned URLs (``X-Amz-Date``, ``X-Amz-Expires``,
-``X-Amz-Signature``); once ``X-Amz-Date + X-Amz-Expires`` has passed on the fake clock the
-storage answers 403 with an S3-style XML body, as S3 does. Licence file links carry a
-``t`` token instead and do not expire. File bodies are deterministic bytes derived from
-the file key (``file_size`` long) unless a test stored its own bytes.
+Every file (recording, licence, VOD output) is served by the *files origin* under
+``/files/{kind}/{key}`` through S3-style presigned links (``X-Amz-Date``,
+``X-Amz-Expires``, ``X-Amz-Signature``). Once ``X-Amz-Date + X-Amz-Expires`` has passed
+on the fake clock the storage answers 403 with an S3 XML body, as S3 does; a request
+that also carries an ``Authorization`` header is refused with 400 (S3 allows one auth
+mechanism), so a client that leaks its bearer token across origins fails loudly.
+
+Licence links in answers point at the *API origin* (``/files/licenses/{key}?t=...``, a
+token that does not expire); the API answers them with a 302 to a freshly signed link on
+the files origin, so redirects are followed as in production. Bodies are deterministic
+bytes derived from the key (``file_size`` long; output files look like an mp3) unless a
+test stored its own.
 """
 
 from __future__ import annotations
@@ -19,9 +26,13 @@ import attrs
 
 from .licensing import file_token
 
-__all__ = ["FileStore", "StorageAnswer"]
+__all__ = ["FILES_ORIGIN", "FileStore", "StorageAnswer"]
+
+FILES_ORIGIN = "http://files.fake.invalid"
+"""The files origin's address when the fake runs in-process."""
 
 _AMZ_FORMAT = "%Y%m%dT%H%M%SZ"
+_TYPES = {"recordings": "audio/mpeg", "outputs": "audio/mpeg", "licenses": "application/pdf"}
 
 
 @attrs.frozen
@@ -42,34 +53,75 @@ def _s3_error(status: int, code: str, message: str, key: str) -> StorageAnswer:
     return StorageAnswer(status, {"Content-Type": "application/xml"}, body)
 
 
+def _ranged(data: bytes, rng: str | None, out: dict[str, str]) -> StorageAnswer:
+    if not rng or not rng.startswith("bytes="):
+        return StorageAnswer(200, out, data)
+    first, _, last = rng.removeprefix("bytes=").partition("-")
+    try:
+        start = int(first)
+        end = int(last) if last else len(data) - 1
+    except ValueError:
+        start, end = -1, -1
+    if start < 0 or start >= len(data) or end < start:
+        out["Content-Range"] = f"bytes */{len(data)}"
+        return StorageAnswer(416, out, b"")
+    end = min(end, len(data) - 1)
+    out["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
+    return StorageAnswer(206, out, data[start : end + 1])
+
+
 @attrs.define
 class FileStore:
-    """Signs and verifies links and serves the files behind them."""
+    """Signs and verifies links and serves the files behind them.
+
+    ``origin`` is where the files origin listens (``serve`` sets a loopback port).
+    """
 
     secret: bytes
     file_size: int = 64 * 1024
     url_ttl: int = 216000
     contents: dict[str, bytes] = attrs.field(factory=dict)
+    origin: str = FILES_ORIGIN
 
-    def _signature(self, key: str, amz_date: str, expires: str) -> str:
-        msg = f"{key}\n{amz_date}\n{expires}".encode()
+    def _signature(self, path: str, amz_date: str, expires: str) -> str:
+        msg = f"{path}\n{amz_date}\n{expires}".encode()
         return hmac.new(self.secret, msg, hashlib.sha256).hexdigest()
 
-    def recording_url(self, base: str, key: str, filename: str, now: float) -> str:
-        """A presigned-looking link to recording ``key``, valid ``url_ttl`` seconds."""
+    def signed_url(
+        self,
+        kind: str,
+        key: str,
+        now: float,
+        *,
+        filename: str | None = None,
+        ttl: int | None = None,
+    ) -> str:
+        """A presigned link to ``/files/{kind}/{key}`` on the files origin."""
         amz_date = dt.datetime.fromtimestamp(now, tz=dt.UTC).strftime(_AMZ_FORMAT)
-        expires = str(self.url_ttl)
-        sig = self._signature(key, amz_date, expires)
-        disposition = quote(f'attachment; filename ="{filename}"', safe="")
-        return (
-            f"{base}/files/recordings/{key}?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+        expires = str(self.url_ttl if ttl is None else ttl)
+        path = f"/files/{kind}/{key}"
+        sig = self._signature(path, amz_date, expires)
+        url = (
+            f"{self.origin}{path}?X-Amz-Algorithm=AWS4-HMAC-SHA256"
             f"&X-Amz-Date={amz_date}&X-Amz-Expires={expires}&X-Amz-Signature={sig}"
-            f"&X-Amz-SignedHeaders=host&response-content-disposition={disposition}"
-            "&response-content-type=audio%2Fmpeg&x-id=GetObject"
+            "&X-Amz-SignedHeaders=host"
         )
+        if filename is not None:
+            disposition = quote(f'attachment; filename ="{filename}"', safe="")
+            url += f"&response-content-disposition={disposition}"
+        content_type = quote(_TYPES.get(kind, "application/octet-stream"), safe="")
+        return url + f"&response-content-type={content_type}&x-id=GetObject"
+
+    def recording_url(self, key: str, filename: str, now: float) -> str:
+        """A presigned link to recording ``key``, valid ``url_ttl`` seconds."""
+        return self.signed_url("recordings", key, now, filename=filename)
+
+    def output_url(self, key: str, now: float) -> str:
+        """A presigned link to a VOD output file (valid 7 days at most, as the service says)."""
+        return self.signed_url("outputs", key, now, ttl=min(self.url_ttl, 7 * 86400))
 
     def licence_path(self, key: str) -> str:
-        """A relative licence-file link carrying its ``t`` token."""
+        """A relative licence link on the API origin, carrying its ``t`` token."""
         return f"/files/licenses/{key}?t={file_token(self.secret, key)}"
 
     def content(self, key: str) -> bytes:
@@ -78,54 +130,59 @@ class FileStore:
             return self.contents[key]
         seed = hashlib.sha256(key.encode()).digest()
         reps = self.file_size // len(seed) + 1
-        return (seed * reps)[: self.file_size]
+        filler = (seed * reps)[: self.file_size]
+        if key.startswith("outputs/"):
+            # An ID3 header and MPEG frame sync, so it sniffs as an mp3.
+            return (b"ID3\x04\x00\x00\x00\x00\x00\x00\xff\xfb\x90\x64" + filler)[: self.file_size]
+        return filler
+
+    def md5(self, key: str) -> str:
+        """The hex MD5 of file ``key``'s bytes (a recording's ``md5Hash``)."""
+        return hashlib.md5(self.content(key)).hexdigest()
+
+    def redirect_licence(self, path: str, query: Mapping[str, str], now: float) -> StorageAnswer:
+        """The API origin's answer to a licence link: 302 to a signed files-origin link."""
+        key = path.removeprefix("/files/licenses/")
+        if not path.startswith("/files/licenses/") or not hmac.compare_digest(
+            query.get("t", ""), file_token(self.secret, key)
+        ):
+            return _s3_error(403, "AccessDenied", "Access Denied", key)
+        location = self.signed_url("licenses", key, now, ttl=300)
+        return StorageAnswer(302, {"Location": location, "Content-Type": "text/plain"}, b"")
 
     def serve(
         self, path: str, query: Mapping[str, str], headers: Mapping[str, str], now: float
     ) -> StorageAnswer:
-        """Answer ``GET path`` on the storage host (supports ``Range: bytes=N-[M]``)."""
-        rest = path.removeprefix("/files/")
-        kind, _, key = rest.partition("/")
-        if kind == "recordings":
-            amz_date = query.get("X-Amz-Date", "")
-            expires = query.get("X-Amz-Expires", "")
-            sig = query.get("X-Amz-Signature", "")
-            if not hmac.compare_digest(sig, self._signature(key, amz_date, expires)):
-                return _s3_error(
-                    403,
-                    "SignatureDoesNotMatch",
-                    "The request signature we calculated does not match the signature"
-                    " you provided.",
-                    key,
-                )
-            signed = dt.datetime.strptime(amz_date, _AMZ_FORMAT).replace(tzinfo=dt.UTC)
-            if now > signed.timestamp() + int(expires):
-                return _s3_error(403, "AccessDenied", "Request has expired", key)
-            content_type = "audio/mpeg"
-        elif kind == "licenses":
-            if not hmac.compare_digest(query.get("t", ""), file_token(self.secret, key)):
-                return _s3_error(403, "AccessDenied", "Access Denied", key)
-            content_type = "application/pdf"
-        else:
+        """Answer ``GET path`` on the files origin (supports ``Range: bytes=N-[M]``)."""
+        kind, _, key = path.removeprefix("/files/").partition("/")
+        if not path.startswith("/files/") or kind not in _TYPES:
             return _s3_error(404, "NoSuchKey", "The specified key does not exist.", key)
-        data = self.content(key)
+        if headers.get("Authorization") or headers.get("authorization"):
+            return _s3_error(
+                400,
+                "InvalidArgument",
+                "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter,"
+                " Signature query string parameter or the Authorization header should be"
+                " specified",
+                key,
+            )
+        amz_date = query.get("X-Amz-Date", "")
+        expires = query.get("X-Amz-Expires", "")
+        sig = query.get("X-Amz-Signature", "")
+        if not hmac.compare_digest(sig, self._signature(path, amz_date, expires)):
+            return _s3_error(
+                403,
+                "SignatureDoesNotMatch",
+                "The request signature we calculated does not match the signature you provided.",
+                key,
+            )
+        signed = dt.datetime.strptime(amz_date, _AMZ_FORMAT).replace(tzinfo=dt.UTC)
+        if now > signed.timestamp() + int(expires):
+            return _s3_error(403, "AccessDenied", "Request has expired", key)
+        data = self.content(f"{kind}/{key}" if kind == "outputs" else key)
         out = {
-            "Content-Type": content_type,
+            "Content-Type": _TYPES[kind],
             "Accept-Ranges": "bytes",
             "ETag": '"' + hashlib.md5(data).hexdigest() + '"',
         }
-        rng = headers.get("Range") or headers.get("range")
-        if rng and rng.startswith("bytes="):
-            first, _, last = rng.removeprefix("bytes=").partition("-")
-            try:
-                start = int(first)
-                end = int(last) if last else len(data) - 1
-            except ValueError:
-                start, end = -1, -1
-            if start < 0 or start >= len(data) or end < start:
-                out["Content-Range"] = f"bytes */{len(data)}"
-                return StorageAnswer(416, out, b"")
-            end = min(end, len(data) - 1)
-            out["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
-            return StorageAnswer(206, out, data[start : end + 1])
-        return StorageAnswer(200, out, data)
+        return _ranged(data, headers.get("Range") or headers.get("range"), out)

@@ -1,10 +1,8 @@
 """Verification jobs: creating one from a valid request, its progress and its verdict.
 
-Progress is a pure function of the fake clock: a job created at ``t`` with processing
-delay ``d`` is ``Created`` until ``t + d/4``, ``Downloading`` until ``t + d/2``,
-``DetectingMusic`` until ``t + 3d/4``, ``Matching`` until ``t + d`` and then
-``Completed``. Reads are therefore consistent without any background task; only webhook
-delivery runs in the background (see ``webhooks``).
+Progress follows ``lifecycle`` (a pure function of the fake clock). A job's type is
+``Routine`` unless the request says ``VOD``; a request with ``outputFile`` gets one
+output file (a muted mp3) once processed.
 
 Audio rules (on the URL's path, case-insensitive):
 
@@ -26,6 +24,7 @@ from urllib.parse import urlsplit
 
 from .clock import format_timestamp, parse_timestamp
 from .files import FileStore
+from .flavour import Flavour
 from .licensing import (
     external_checks,
     make_checks,
@@ -34,19 +33,19 @@ from .licensing import (
     service_checks,
     svc_license_json,
 )
+from .lifecycle import job_status, output_status
 from .render import render_recording
-from .state import Job, Recording, State
+from .state import Job, OutputFile, Recording, State
+from .today import dress_recording
 
 JSON = dict[str, Any]
 
-__all__ = ["AUDIO_EXTENSIONS", "create_job", "finish_job", "job_status", "render_job"]
+__all__ = ["AUDIO_EXTENSIONS", "create_job", "render_job", "render_output_file"]
 
 AUDIO_EXTENSIONS: frozenset[str] = frozenset(
     {"mp3", "mpga", "wav", "m4a", "aac", "flac", "ogg", "oga", "mp4", "mov", "m4v", "webm"}
 )
 """File extensions the fake "can decode"."""
-
-_PHASES = ("Created", "Downloading", "DetectingMusic", "Matching")
 
 
 def _decode_error(audio_url: str) -> str:
@@ -60,64 +59,68 @@ def _decode_error(audio_url: str) -> str:
     return ""
 
 
-def _job_songs(
-    state: State,
-    files: FileStore,
-    request: JSON,
-    catalogue: Sequence[JSON],
-    end: float,
-) -> list[JSON]:
+def _external(state: State, files: FileStore, detail: JSON) -> tuple[JSON, list[str]]:
+    urls = [str(u) for u in detail.get("licenseFileURLs") or []]
+    ext = {
+        "id": state.next_id("external_licence", 100),
+        "sourceName": detail.get("licenseSourceName") or "",
+        "files": [
+            {
+                "id": state.next_id("licence_file", 100),
+                "downloadURL": files.licence_path(
+                    "external-licenses/" + hashlib.md5(u.encode()).hexdigest() + ".pdf"
+                ),
+            }
+            for u in urls
+        ],
+    }
+    return ext, urls
+
+
+def _job_song(
+    state: State, files: FileStore, request: JSON, meta: JSON, start: int, end: float
+) -> JSON:
+    """One detected song's verdict (rules in ``licensing``); Master checks left out."""
     territories: list[str] = list(request.get("requiredTerritories") or [])
     licences = state.licences_for(request.get("email"))
     details: list[JSON] = list(request.get("licenseDetails") or [])
+    covering = [lic for lic in licences if lic.svc_ids is None or meta["svcId"] in lic.svc_ids]
+    if covering:
+        lic = covering[0]
+        checks = service_checks(
+            territories,
+            licence_territories=lic.territories,
+            valid=lic.valid_to >= end,
+            master=False,
+        )
+        svc = svc_license_json(
+            ref=lic.ref,
+            date_purchased=lic.date_purchased,
+            valid_to=lic.valid_to,
+            territories=lic.territories,
+            path=files.licence_path(lic.file_key),
+        )
+        return make_song(meta, start=start, checks=checks, source="Service", svc_license=svc)
+    if details:
+        ext, urls = _external(state, files, details[0])
+        return make_song(
+            meta,
+            start=start,
+            checks=external_checks(urls, territories, master=False),
+            source=str(details[0].get("licenseSource") or "Other"),
+            external_license=ext,
+        )
+    checks = make_checks("Unknown", dict.fromkeys(territories, "Unknown"), include_master=False)
+    return make_song(meta, start=start, checks=checks, source="Pending License")
+
+
+def _job_songs(
+    state: State, files: FileStore, request: JSON, catalogue: Sequence[JSON], end: float
+) -> list[JSON]:
     songs: list[JSON] = []
     start = 0
     for meta in pick_songs(catalogue, str(request["audioFileURL"])):
-        covering = [lic for lic in licences if lic.svc_ids is None or meta["svcId"] in lic.svc_ids]
-        if covering:
-            lic = covering[0]
-            checks = service_checks(
-                territories,
-                licence_territories=lic.territories,
-                valid=lic.valid_to >= end,
-                master=False,
-            )
-            svc = svc_license_json(
-                ref=lic.ref,
-                date_purchased=lic.date_purchased,
-                valid_to=lic.valid_to,
-                territories=lic.territories,
-                path=files.licence_path(lic.file_key),
-            )
-            song = make_song(meta, start=start, checks=checks, source="Service", svc_license=svc)
-        elif details:
-            detail = details[0]
-            urls = [str(u) for u in detail.get("licenseFileURLs") or []]
-            ext = {
-                "id": state.next_id("external_licence", 100),
-                "sourceName": detail.get("licenseSourceName") or "",
-                "files": [
-                    {
-                        "id": state.next_id("licence_file", 100),
-                        "downloadURL": files.licence_path(
-                            "external-licenses/" + hashlib.md5(u.encode()).hexdigest() + ".pdf"
-                        ),
-                    }
-                    for u in urls
-                ],
-            }
-            song = make_song(
-                meta,
-                start=start,
-                checks=external_checks(urls, territories, master=False),
-                source=str(detail.get("licenseSource") or "Other"),
-                external_license=ext,
-            )
-        else:
-            checks = make_checks(
-                "Unknown", dict.fromkeys(territories, "Unknown"), include_master=False
-            )
-            song = make_song(meta, start=start, checks=checks, source="Pending License")
+        song = _job_song(state, files, request, meta, start, end)
         songs.append(song)
         start = int(song["endTime"])
     return songs
@@ -131,25 +134,26 @@ def create_job(
     now: float,
     delay: float,
     catalogue: Sequence[JSON],
+    legacy: bool = False,
 ) -> Job:
     """Store a job for a validated create request; its outcome is decided here."""
     job_id = state.next_id("job")
     recording_id = state.next_id("recording", 1000)
     url = str(request["audioFileURL"])
+    common: JSON = {
+        "id": job_id,
+        "request": request,
+        "organisation_id": int(request["organisationId"]),
+        "created_at": now,
+        "recording_id": recording_id,
+        "type": str(request.get("type") or "Routine"),
+        "edit_token": hashlib.sha256(f"edit:{job_id}:{url}:{now}".encode()).hexdigest()[:24],
+    }
     error = _decode_error(url)
     if error:
         return _store(
             state,
-            Job(
-                id=job_id,
-                request=request,
-                organisation_id=int(request["organisationId"]),
-                created_at=now,
-                finish_at=now + delay / 2,
-                recording_id=recording_id,
-                final_status="Errored",
-                error_message=error,
-            ),
+            Job(**common, finish_at=now + delay / 2, final_status="Errored", error_message=error),
         )
     end = parse_timestamp(str(request["endDate"])) or now
     silent = "silence" in urlsplit(url).path.lower()
@@ -166,18 +170,20 @@ def create_job(
         status="Failed" if silent else "Complete",
         songs=songs,
     )
-    return _store(
-        state,
-        Job(
-            id=job_id,
-            request=request,
-            organisation_id=int(request["organisationId"]),
-            created_at=now,
-            finish_at=now + delay,
-            recording_id=recording_id,
-            recording=recording,
-        ),
-    )
+    if not legacy:
+        dress_recording(recording, files)
+    wanted = request.get("outputFile")
+    output = None
+    if wanted:
+        output = OutputFile(
+            id=state.next_id("output_file", 500),
+            key=f"{job_id}-{hashlib.md5(url.encode()).hexdigest()[:12]}-muted.mp3",
+            operation=str(wanted.get("operation") or "Mute"),
+            file_type=str(wanted.get("fileType") or "Audio"),
+            callback_url=wanted.get("callbackURL"),
+            lag=delay / 2,
+        )
+    return _store(state, Job(**common, finish_at=now + delay, recording=recording, output=output))
 
 
 def _store(state: State, job: Job) -> Job:
@@ -185,40 +191,30 @@ def _store(state: State, job: Job) -> Job:
     return job
 
 
-def job_status(job: Job, now: float) -> str:
-    """The job's status at ``now`` (see the module docstring for the timeline)."""
-    if now >= job.finish_at:
-        return job.final_status
-    span = job.finish_at - job.created_at
-    if job.final_status == "Errored":
-        span *= 2
-    index = int(4 * (now - job.created_at) / span) if span > 0 else 0
-    return _PHASES[max(0, min(index, len(_PHASES) - 1))]
-
-
-def finish_job(job: Job, now: float, error: str | None = None) -> None:
-    """Make ``job`` finish at ``now``, as Errored with ``error`` when one is given."""
-    job.finish_at = min(job.finish_at, now)
-    if error is not None:
-        job.final_status = "Errored"
-        job.error_message = error or "Processing failed"
-        job.recording = None
-    elif job.recording is not None:
-        job.recording.created_at = min(job.recording.created_at, now)
-        job.recording.updated_at = job.finish_at
-
-
 def _day(text: str) -> str:
     ts = parse_timestamp(text)
     return format_timestamp(ts) if ts is not None else text
 
 
-def render_job(job: Job, *, now: float, base: str, files: FileStore) -> JSON:
+def render_output_file(job: Job, out: OutputFile, *, now: float, files: FileStore) -> JSON:
+    """An output-file object (also the body POSTed to its ``callbackURL``)."""
+    status = output_status(job, out, now)
+    return {
+        "id": out.id,
+        "verificationJobId": job.id,
+        "status": status,
+        "downloadURL": files.output_url(out.key, now) if status == "Completed" else None,
+        "operation": out.operation,
+        "fileType": out.file_type,
+    }
+
+
+def render_job(job: Job, *, now: float, base: str, files: FileStore, flavour: Flavour) -> JSON:
     """A VerificationJob as the service returns it at ``now``."""
     req = job.request
-    status = job_status(job, now)
-    done = status == "Completed" and job.recording is not None
-    return {
+    status = job_status(job, now, flavour)
+    done = now >= job.finish_at and job.final_status != "Errored" and job.recording is not None
+    out: JSON = {
         "id": job.id,
         "name": req.get("name"),
         "email": req.get("email"),
@@ -231,7 +227,22 @@ def render_job(job: Job, *, now: float, base: str, files: FileStore) -> JSON:
         "endDate": _day(str(req.get("endDate"))),
         "startDate": _day(str(req.get("startDate"))),
         "tags": list(req.get("tags") or []),
-        "recording": render_recording(job.recording, base=base, files=files, now=now)
+        "recording": render_recording(
+            job.recording, base=base, files=files, now=now, legacy=flavour.legacy
+        )
         if done and job.recording is not None
         else None,
     }
+    if flavour.legacy:
+        return out
+    wanted = req.get("outputFile") or {}
+    out.update(
+        editURL=f"{base}/verification-jobs/{job.id}/edit?token={job.edit_token}",
+        isClaimed=job.claimed,
+        type=job.type,
+        outputFiles=[render_output_file(job, job.output, now=now, files=files)]
+        if done and job.output is not None
+        else [],
+        outputFileType=req.get("outputFileType") or wanted.get("fileType"),
+    )
+    return out

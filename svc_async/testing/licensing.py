@@ -42,10 +42,14 @@ CHECK_NAMES: tuple[str, ...] = (
     "Publishing Choreography Rights",
     "Publishing Adaptation Rights",
     "Publishing Duplication Rights",
+    "Publishing Arrangement Rights",
     "Valid Date",
     "Full Ownership",
 )
-"""Every check except Territory Match, in the order the service lists them."""
+"""Every check except Territory Match (13 today; legacy answers lack the Arrangement one)."""
+
+ARRANGEMENT_CHECK = "Publishing Arrangement Rights"
+"""The check TYPES.md added; absent from the published examples."""
 
 MASTER_CHECKS: frozenset[str] = frozenset(
     {"Master Choreography Rights", "Master Adaptation Rights", "Master Duplication Rights"}
@@ -85,7 +89,7 @@ def build_catalogue(seed: int) -> list[JSON]:
             {
                 "title": title,
                 "artists": artists,
-                "svcMixId": None,
+                "svcMixId": 40000 + 7 * i if i % 3 == 1 else None,
                 "svcId": _hex("svc" + key, 24),
                 "composer": artists if i % 4 == 3 else None,
                 "isrc": f"GB{_hex('isrc' + key, 3).upper()}{2000 + i:04d}{i:03d}"[:12]

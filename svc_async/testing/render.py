@@ -1,7 +1,8 @@
 """Records -> wire-format JSON dicts (camelCase, timestamps with milliseconds and Z).
 
-Links are made absolute against the base URL the request came in on, and recording
-links are signed at read time, as the service does.
+Licence links are made absolute against the API base URL the request came in on;
+recording links are signed at read time on the files origin, as the service does. The
+``legacy`` flag gives the published examples' shapes (see ``flavour``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from .clock import format_timestamp
 from .files import FileStore
-from .licensing import recording_status
+from .licensing import ARRANGEMENT_CHECK, recording_status
 from .state import Entry, Event, Org, Recording, Season, SignupField
 
 JSON = dict[str, Any]
@@ -57,8 +58,8 @@ def render_signup_field(field: SignupField) -> JSON:
     }
 
 
-def render_season(season: Season) -> JSON:
-    """A Season; ``inviteURL`` omitted when the season has none."""
+def render_season(season: Season, *, legacy: bool = False) -> JSON:
+    """A Season; ``inviteURL`` always present (null without one), omitted in legacy mode."""
     out: JSON = {
         "id": season.id,
         "isLocked": season.is_locked,
@@ -68,7 +69,7 @@ def render_season(season: Season) -> JSON:
         "endDate": format_timestamp(season.end),
         "startDate": format_timestamp(season.start),
     }
-    if season.invite_url is not None:
+    if season.invite_url is not None or not legacy:
         out["inviteURL"] = season.invite_url
     out["signupFields"] = [render_signup_field(f) for f in season.signup_fields]
     return out
@@ -89,25 +90,33 @@ def render_event(event: Event, base: str) -> JSON:
     }
 
 
-def _absolute_links(song: JSON, base: str) -> JSON:
+def _song(stored: JSON, base: str, legacy: bool) -> JSON:
+    song = copy.deepcopy(stored)
     data = song.get("licenseData") or {}
     svc = data.get("svcLicense")
-    if svc and str(svc.get("downloadURL", "")).startswith("/"):
+    if svc and str(svc.get("downloadURL") or "").startswith("/"):
         svc["downloadURL"] = base + svc["downloadURL"]
     ext = data.get("externalLicense")
     if ext:
         for f in ext.get("files", []):
-            if str(f.get("downloadURL", "")).startswith("/"):
+            if str(f.get("downloadURL") or "").startswith("/"):
                 f["downloadURL"] = base + f["downloadURL"]
+    if legacy:
+        if song.get("svcMixId") is not None:
+            song["svcMixId"] = str(song["svcMixId"])
+        if song.get("licenseChecks"):
+            song["licenseChecks"].pop(ARRANGEMENT_CHECK, None)
     return song
 
 
-def render_recording(rec: Recording, *, base: str, files: FileStore, now: float) -> JSON:
-    """A SoundRecording with a freshly signed ``downloadURL``."""
-    songs = [_absolute_links(copy.deepcopy(s), base) for s in rec.songs]
-    return {
+def render_recording(
+    rec: Recording, *, base: str, files: FileStore, now: float, legacy: bool = False
+) -> JSON:
+    """A SoundRecording with a freshly signed ``downloadURL`` on the files origin."""
+    songs = [_song(s, base, legacy) for s in rec.songs]
+    out: JSON = {
         "createdAt": format_timestamp(rec.created_at),
-        "downloadURL": files.recording_url(base, rec.file_key, rec.upload_file_name, now),
+        "downloadURL": files.recording_url(rec.file_key, rec.upload_file_name, now),
         "uploadFileName": rec.upload_file_name,
         "licenseStatus": recording_status(songs),
         "songsConfirmedAt": None
@@ -115,11 +124,16 @@ def render_recording(rec: Recording, *, base: str, files: FileStore, now: float)
         else format_timestamp(rec.songs_confirmed_at),
         "updatedAt": format_timestamp(rec.updated_at),
         "status": rec.status,
-        "songs": songs,
     }
+    if not legacy:
+        out["md5Hash"] = rec.md5_hash
+    out["songs"] = songs
+    return out
 
 
-def render_entry(entry: Entry, *, base: str, files: FileStore, now: float) -> JSON:
+def render_entry(
+    entry: Entry, *, base: str, files: FileStore, now: float, legacy: bool = False
+) -> JSON:
     """An Entry with its recording (or null)."""
     return {
         "id": entry.id,
@@ -128,5 +142,5 @@ def render_entry(entry: Entry, *, base: str, files: FileStore, now: float) -> JS
         "fields": [dict(f) for f in entry.fields],
         "soundRecording": None
         if entry.recording is None
-        else render_recording(entry.recording, base=base, files=files, now=now),
+        else render_recording(entry.recording, base=base, files=files, now=now, legacy=legacy),
     }

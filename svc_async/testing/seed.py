@@ -27,6 +27,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
 from .files import FileStore
 from .licensing import (
     external_checks,
@@ -330,9 +332,8 @@ def seed_root(state: State) -> Org:
     return org
 
 
-def seed_demo(state: State, files: FileStore, catalogue: Sequence[JSON], seed: int) -> None:
-    """Fill ``state`` with the demo federation (deterministic for ``seed``)."""
-    rng = random.Random(seed)
+def _seed_orgs(state: State, rng: random.Random) -> list[Org]:
+    """The federation (with a logo), its three regions and their two clubs each."""
     t = BASE_TIME - 400 * _DAY
     root = Org(
         id=state.next_id("org"),
@@ -348,7 +349,6 @@ def seed_demo(state: State, files: FileStore, catalogue: Sequence[JSON], seed: i
         },
     )
     state.orgs[root.id] = root
-    orgs = [root]
     regions = []
     for i, (region_name, _) in enumerate(_REGIONS):
         ts = t + (i + 1) * 7 * _DAY
@@ -361,7 +361,7 @@ def seed_demo(state: State, files: FileStore, catalogue: Sequence[JSON], seed: i
         )
         state.orgs[org.id] = org
         regions.append(org)
-    orgs.extend(regions)
+    orgs = [root, *regions]
     for i, (_, clubs) in enumerate(_REGIONS):
         for j, club in enumerate(clubs):
             ts = t + (40 + i * 10 + j) * _DAY
@@ -375,15 +375,20 @@ def seed_demo(state: State, files: FileStore, catalogue: Sequence[JSON], seed: i
             )
             state.orgs[org.id] = org
             orgs.append(org)
+    return orgs
 
-    season_specs = (
-        ("2024/25 National Championship Season", 0, True, True),
-        ("UK & Ireland Regional Series 2024", 1, True, False),
-        ("North America Winter Classic Series", 2, False, False),
-    )
+
+_SEASONS = (
+    ("2024/25 National Championship Season", 0, True, True),
+    ("UK & Ireland Regional Series 2024", 1, True, False),
+    ("North America Winter Classic Series", 2, False, False),
+)
+# (title, org index, has an invite link, asks the standard questions)
+
+
+def _seed_seasons(state: State, orgs: Sequence[Org]) -> list[Season]:
     seasons = []
-    for k, (title, org_index, invite, with_fields) in enumerate(season_specs):
-        org = orgs[org_index]
+    for k, (title, org_index, invite, with_fields) in enumerate(_SEASONS):
         signup: list[SignupField] = []
         if with_fields:
             signup = standard_fields(state)
@@ -397,7 +402,7 @@ def seed_demo(state: State, files: FileStore, catalogue: Sequence[JSON], seed: i
             ]
         season = Season(
             id=state.next_id("season"),
-            organisation_id=org.id,
+            organisation_id=orgs[org_index].id,
             title=title,
             start=BASE_TIME + k * 30 * _DAY,
             end=BASE_TIME + (k * 30 + 240) * _DAY,
@@ -406,8 +411,72 @@ def seed_demo(state: State, files: FileStore, catalogue: Sequence[JSON], seed: i
         )
         state.seasons[season.id] = season
         seasons.append(season)
+    return seasons
 
-    used_names: set[str] = set()
+
+@attrs.define
+class _EntryMaker:
+    """Makes the demo entries of one event after another, with unique team names."""
+
+    state: State
+    files: FileStore
+    catalogue: Sequence[JSON]
+    rng: random.Random
+    used_names: set[str] = attrs.field(factory=set)
+
+    def _name(self) -> str:
+        rng = self.rng
+        name = rng.choice(_TEAMS) + " " + rng.choice(_LEVELS)
+        while name in self.used_names:
+            name = rng.choice(_TEAMS) + " " + rng.choice(_LEVELS)
+        self.used_names.add(name)
+        return name
+
+    def make(self, event: Event, scenario: str | None) -> None:
+        rng, title = self.rng, event.title
+        name = self._name()
+        email = f"coach.{name.split()[0].lower()}@{title.split()[0].lower()}-club.example"
+        values = {
+            "division": rng.choice(("Group", "Group", "Duo", "Solo")),
+            "externalId": str(rng.randint(10**8, 10**9 - 1)),
+            "ageGroup": _AGE.get(name.split()[-1], "Open"),
+        }
+        fields = [
+            {"value": values[f.key], "signupFieldId": f.id, "key": f.key}
+            for f in event.signup_fields
+            if f.key is not None
+        ]
+        created = event.start - rng.randint(3, 20) * _DAY + rng.randint(0, 86399)
+        recording = None
+        if scenario is not None:
+            recording = make_recording(
+                self.state,
+                self.files,
+                self.catalogue,
+                scenario,
+                territories=[event.territory] if event.territory else [],
+                email=email,
+                created=created,
+                updated=created + rng.randint(60, 5 * 86400),
+                name=f"{name} {title.split()[0]} mix",
+                rng=rng,
+            )
+        entry = Entry(
+            id=self.state.next_id("entry", 200),
+            name=name,
+            email=email,
+            fields=fields,
+            recording=recording,
+            event_id=event.id,
+        )
+        self.state.entries[entry.id] = entry
+
+
+def _seed_events(
+    state: State, maker: _EntryMaker, orgs: Sequence[Org], seasons: Sequence[Season], seed: int
+) -> None:
+    """The twelve events and their entries (the first covers every scenario)."""
+    rng = maker.rng
     for n, (title, org_index, territory, season_index) in enumerate(_EVENTS):
         start = BASE_TIME + (20 + n * 14) * _DAY
         event = Event(
@@ -428,46 +497,15 @@ def seed_demo(state: State, files: FileStore, catalogue: Sequence[JSON], seed: i
                 scenario: str | None = ([*SCENARIOS, None, "licensed"])[m]
             else:
                 scenario = rng.choice((*SCENARIOS, "licensed", "other", None))
-            name = rng.choice(_TEAMS) + " " + rng.choice(_LEVELS)
-            while name in used_names:
-                name = rng.choice(_TEAMS) + " " + rng.choice(_LEVELS)
-            used_names.add(name)
-            email = f"coach.{name.split()[0].lower()}@{title.split()[0].lower()}-club.example"
-            fields: list[JSON] = []
-            level = name.split()[-1]
-            values = {
-                "division": rng.choice(("Group", "Group", "Duo", "Solo")),
-                "externalId": str(rng.randint(10**8, 10**9 - 1)),
-                "ageGroup": _AGE.get(level, "Open"),
-            }
-            for f in event.signup_fields:
-                if f.key is not None:
-                    fields.append({"value": values[f.key], "signupFieldId": f.id, "key": f.key})
-            created = start - rng.randint(3, 20) * _DAY + rng.randint(0, 86399)
-            recording = None
-            if scenario is not None:
-                recording = make_recording(
-                    state,
-                    files,
-                    catalogue,
-                    scenario,
-                    territories=[territory],
-                    email=email,
-                    created=created,
-                    updated=created + rng.randint(60, 5 * 86400),
-                    name=f"{name} {title.split()[0]} mix",
-                    rng=rng,
-                )
-            entry = Entry(
-                id=state.next_id("entry", 200),
-                name=name,
-                email=email,
-                fields=fields,
-                recording=recording,
-                event_id=event.id,
-            )
-            state.entries[entry.id] = entry
+            maker.make(event, scenario)
 
+
+def seed_demo(state: State, files: FileStore, catalogue: Sequence[JSON], seed: int) -> None:
+    """Fill ``state`` with the demo federation (deterministic for ``seed``)."""
+    rng = random.Random(seed)
+    orgs = _seed_orgs(state, rng)
+    seasons = _seed_seasons(state, orgs)
+    _seed_events(state, _EntryMaker(state, files, catalogue, rng), orgs, seasons, seed)
     add_service_licence(
         state,
         email="producer@service.example",
@@ -478,7 +516,9 @@ def seed_demo(state: State, files: FileStore, catalogue: Sequence[JSON], seed: i
     )
 
 
-def seed_jobs(state: State, files: FileStore, catalogue: Sequence[JSON]) -> None:
+def seed_jobs(
+    state: State, files: FileStore, catalogue: Sequence[JSON], *, legacy: bool = False
+) -> None:
     """A few finished verification jobs of the root organisation (search demos)."""
     from .jobs import create_job
 
@@ -516,5 +556,6 @@ def seed_jobs(state: State, files: FileStore, catalogue: Sequence[JSON]) -> None
             now=BASE_TIME + 16 * _DAY + k * 3600,
             delay=8.0,
             catalogue=catalogue,
+            legacy=legacy,
         )
-        job.notified = True
+        job.announced.update(("final", "output"))

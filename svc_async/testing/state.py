@@ -18,6 +18,7 @@ __all__ = [
     "Event",
     "Job",
     "Org",
+    "OutputFile",
     "Recording",
     "Season",
     "ServiceLicence",
@@ -90,7 +91,7 @@ class Event:
     id: int
     organisation_id: int
     title: str
-    territory: str
+    territory: str | None
     start: float
     end: float
     invite_token: str
@@ -111,6 +112,7 @@ class Recording:
     songs_confirmed_at: float | None
     status: str = "Complete"
     songs: list[JSON] = attrs.field(factory=list)
+    md5_hash: str | None = None
 
 
 @attrs.define(kw_only=True)
@@ -143,11 +145,29 @@ class ServiceLicence:
 
 
 @attrs.define(kw_only=True)
+class OutputFile:
+    """A VOD job's output file (a muted mp3), made after the job is Processed.
+
+    It is Pending at the job's finish, Processing ``lag / 2`` later and Completed
+    ``lag`` later; ``callback_url`` is POSTed the output-file object when Completed.
+    """
+
+    id: int
+    key: str
+    operation: str = "Mute"
+    file_type: str = "Audio"
+    callback_url: str | None = None
+    lag: float = 1.0
+
+
+@attrs.define(kw_only=True)
 class Job:
     """A verification job: the accepted request plus its precomputed outcome.
 
     ``finish_at`` is when processing ends on the fake clock; the job then shows
-    ``final_status`` (Completed or Errored) and, when completed, its recording.
+    ``final_status`` (Processed, or Completed in legacy mode, or Errored) and, when
+    processed, its recording; ``submitted_at`` is when the claimant submitted it.
+    ``announced`` names the notices already sent (``final``, ``output``).
     """
 
     id: int
@@ -156,10 +176,27 @@ class Job:
     created_at: float
     finish_at: float
     recording_id: int
-    final_status: str = "Completed"
+    final_status: str = "Processed"
     error_message: str = ""
     recording: Recording | None = None
-    notified: bool = False
+    type: str = "Routine"
+    claimed: bool = False
+    submitted_at: float | None = None
+    output: OutputFile | None = None
+    edit_token: str = ""
+    announced: set[str] = attrs.field(factory=set)
+
+    @property
+    def notified(self) -> bool:
+        """True once the final status update was sent (or skipped)."""
+        return "final" in self.announced
+
+    @notified.setter
+    def notified(self, value: bool) -> None:
+        if value:
+            self.announced.add("final")
+        else:
+            self.announced.discard("final")
 
 
 @attrs.define

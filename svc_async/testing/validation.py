@@ -17,11 +17,13 @@ from .clock import parse_timestamp
 JSON = dict[str, Any]
 Path = list[str | int]
 
-__all__ = ["Validator"]
+__all__ = ["MISSING", "Validator"]
 
-_COUNTRY = re.compile(r"^[A-Z]{2}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_MISSING = object()
+_NAN = float("nan")
+MISSING: Any = object()
+"""Marks an absent key (zod reports it as ``undefined``)."""
+_MISSING = MISSING
 
 
 def type_name(value: Any) -> str:
@@ -72,9 +74,70 @@ class Validator:
             {"code": "invalid_string", "validation": validation, "path": path, "message": message}
         )
 
+    def size_issue(
+        self, path: Path, code: str, bound: int, kind: str, *, exact: bool = False
+    ) -> None:
+        """Record a ``too_small``/``too_big`` issue on a string's or array's length."""
+        small = code == "too_small"
+        unit = "character(s)" if kind == "string" else "element(s)"
+        word = "exactly" if exact else ("at least" if small else "at most")
+        self.issues.append(
+            {
+                "code": code,
+                "minimum" if small else "maximum": bound,
+                "type": kind,
+                "inclusive": True,
+                "exact": exact,
+                "path": path,
+                "message": f"{kind.capitalize()} must contain {word} {bound} {unit}",
+            }
+        )
+
+    def enum_issue(self, path: Path, options: Any, value: Any) -> None:
+        """Record an ``invalid_enum_value`` issue."""
+        if value is _MISSING:
+            self.type_issue(path, " | ".join(repr(o) for o in options), value)
+            return
+        expected = " | ".join(f"'{o}'" for o in options)
+        self.issues.append(
+            {
+                "received": value,
+                "code": "invalid_enum_value",
+                "options": list(options),
+                "path": path,
+                "message": f"Invalid enum value. Expected {expected}, received '{value}'",
+            }
+        )
+
     def custom(self, path: Path, message: str) -> None:
         """Record a ``custom`` issue."""
         self.issues.append({"code": "custom", "path": path, "message": message})
+
+    def _received(self, path: Path, expected: str, received: str) -> None:
+        self.type_issue(path, expected, None)
+        self.issues[-1]["received"] = received
+        self.issues[-1]["message"] = f"Expected {expected}, received {received}"
+
+    def _bound(self, name: str, number: int, minimum: int | None, maximum: int | None) -> bool:
+        for code, bound, word in (
+            ("too_small", minimum, "greater"),
+            ("too_big", maximum, "less"),
+        ):
+            if bound is None or (number >= bound if code == "too_small" else number <= bound):
+                continue
+            self.issues.append(
+                {
+                    "code": code,
+                    "minimum" if code == "too_small" else "maximum": bound,
+                    "type": "number",
+                    "inclusive": True,
+                    "exact": False,
+                    "path": [name],
+                    "message": f"Number must be {word} than or equal to {bound}",
+                }
+            )
+            return False
+        return True
 
     def integer(
         self,
@@ -83,49 +146,31 @@ class Validator:
         required: bool = False,
         minimum: int | None = None,
         maximum: int | None = None,
+        coerce: bool = False,
     ) -> int | None:
-        """Read an integer field, checking its range."""
+        """Read an integer field, checking its range (``coerce``: numeric strings too,
+        as zod's ``coerce.number`` reads them: a non-numeric string is ``nan``)."""
         value = self.body.get(name, _MISSING)
         if value is _MISSING or (value is None and not required):
             if required:
                 self.type_issue([name], "number", value)
             return None
+        if coerce and isinstance(value, str):
+            try:
+                value = float(value) if value.strip() else _NAN
+            except ValueError:
+                value = _NAN
+            if value != value:
+                self._received([name], "number", "nan")
+                return None
         if not isinstance(value, int | float) or isinstance(value, bool):
             self.type_issue([name], "number", value)
             return None
         if isinstance(value, float) and not value.is_integer():
-            self.type_issue([name], "integer", value)
-            self.issues[-1]["received"] = "float"
-            self.issues[-1]["message"] = "Expected integer, received float"
+            self._received([name], "integer", "float")
             return None
         number = int(value)
-        if minimum is not None and number < minimum:
-            self.issues.append(
-                {
-                    "code": "too_small",
-                    "minimum": minimum,
-                    "type": "number",
-                    "inclusive": True,
-                    "exact": False,
-                    "path": [name],
-                    "message": f"Number must be greater than or equal to {minimum}",
-                }
-            )
-            return None
-        if maximum is not None and number > maximum:
-            self.issues.append(
-                {
-                    "code": "too_big",
-                    "maximum": maximum,
-                    "type": "number",
-                    "inclusive": True,
-                    "exact": False,
-                    "path": [name],
-                    "message": f"Number must be less than or equal to {maximum}",
-                }
-            )
-            return None
-        return number
+        return number if self._bound(name, number, minimum, maximum) else None
 
     def string(self, name: str, *, required: bool = False, nullable: bool = False) -> str | None:
         """Read a string field."""
@@ -162,14 +207,6 @@ class Validator:
                 ok = False
         return list(value) if ok else None
 
-    def email(self, name: str) -> str | None:
-        """Read a required email field (must contain ``@`` with text either side)."""
-        value = self.string(name, required=True)
-        if value is not None and not re.fullmatch(r"[^@\s]+@[^@\s]+", value):
-            self.string_issue([name], "email", "Invalid email")
-            return None
-        return value
-
     def url_at(self, path: Path, value: Any) -> str | None:
         """Check that ``value`` is an http(s) URL string."""
         if not isinstance(value, str):
@@ -194,42 +231,6 @@ class Validator:
             self.string_issue([name], "regex", "Invalid date, expected YYYY-MM-DD")
             return None
         return value
-
-    def datetime(self, name: str) -> float | None:
-        """Read an optional ISO 8601 timestamp field."""
-        value = self.string(name)
-        if value is None:
-            return None
-        ts = parse_timestamp(value)
-        if ts is None or "T" not in value:
-            self.string_issue([name], "datetime", "Invalid datetime")
-            return None
-        return ts
-
-    def countries(self, name: str) -> list[str] | None:
-        """Read a required array of two-letter upper-case country codes."""
-        values = self.string_list(name, required=True)
-        if values is None:
-            return None
-        bad = [i for i, v in enumerate(values) if not _COUNTRY.match(v)]
-        for i in bad:
-            self.string_issue([name, i], "regex", "Invalid country code")
-        return None if bad else values
-
-    def objects(self, name: str) -> list[JSON] | None:
-        """Read an optional array of objects."""
-        value = self.body.get(name, _MISSING)
-        if value is _MISSING:
-            return None
-        if not isinstance(value, list):
-            self.type_issue([name], "array", value)
-            return None
-        ok = True
-        for i, item in enumerate(value):
-            if not isinstance(item, dict):
-                self.type_issue([name, i], "object", item)
-                ok = False
-        return list(value) if ok else None
 
     def field_in(self, obj: JSON, path: Path, key: str, expected: str) -> Any:
         """Read ``obj[key]`` (required) of type ``expected`` ("string" or "array")."""

@@ -1,16 +1,18 @@
-"""Webhook delivery: POST ``{"id", "status"}`` when a job finishes, with retries.
+"""Webhook delivery with retries: status updates, entry updates, output-file callbacks.
 
 A ``WebhookDispatcher`` runs one background task while the fake is in use in an event
-loop. It sleeps until the next job is due to finish on the fake clock (or until woken by
-a new job or ``advance``), then delivers each finished job's status update to the
-configured URL, retrying failures (non-2xx answers or connection errors) with
-exponential backoff. Every delivery is recorded.
+loop. It asks its ``source`` for the deliveries due on the fake clock (a job reaching
+its final status, a VOD output file becoming ready) and when to look again, sleeping
+until then (or until woken by a new job or ``advance``); deliveries made on the spot
+(submission, entry changes) go through ``post``. Failures (non-2xx answers or connection
+errors) are retried with exponential backoff. Every delivery is recorded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -18,11 +20,12 @@ import attrs
 import orjson
 
 from .clock import FakeClock
-from .state import State
 
 JSON = dict[str, Any]
+Source = Callable[[float], tuple[list[tuple[str, JSON]], float | None]]
+"""Given now: the (url, payload) deliveries due, and when the next one falls due."""
 
-__all__ = ["WebhookDelivery", "WebhookDispatcher"]
+__all__ = ["Source", "WebhookDelivery", "WebhookDispatcher"]
 
 
 @attrs.define(kw_only=True)
@@ -40,9 +43,22 @@ class WebhookDelivery:
     delivered: bool = False
 
     @property
+    def kind(self) -> str:
+        """``test``, ``status`` (``{id, status}``), ``entry`` or ``output_file``."""
+        if self.payload.get("isTest"):
+            return "test"
+        if "entry" in self.payload:
+            return "entry"
+        if "verificationJobId" in self.payload:
+            return "output_file"
+        return "status"
+
+    @property
     def job_id(self) -> int:
-        """The job the delivery is about (0 for test deliveries)."""
-        return int(self.payload.get("id", 0))
+        """The job the delivery is about (0 for test deliveries and entry updates)."""
+        if self.kind == "output_file":
+            return int(self.payload["verificationJobId"])
+        return int(self.payload.get("id", 0)) if self.kind != "entry" else 0
 
     @property
     def status(self) -> str:
@@ -51,20 +67,20 @@ class WebhookDelivery:
 
 
 class WebhookDispatcher:
-    """Watches for finished jobs and delivers their status updates."""
+    """Delivers what ``source`` says is due, and what ``post`` is given, with retries."""
 
     def __init__(
         self,
-        state: State,
+        source: Source,
         clock: FakeClock,
-        now: Any,
+        now: Callable[[], float],
         *,
         url: str | None = None,
         attempts: int = 4,
         backoff: float = 0.05,
         timeout: float = 5.0,
     ) -> None:
-        self._state = state
+        self._source = source
         self._clock = clock
         self._now = now
         self.url = url
@@ -97,19 +113,15 @@ class WebhookDispatcher:
             self._wake.set()
 
     def _due(self) -> float | None:
-        now = self._now()
-        upcoming: float | None = None
-        for job in list(self._state.jobs.values()):
-            if job.notified:
-                continue
-            if now >= job.finish_at:
-                job.notified = True
-                if self.url:
-                    payload = {"id": job.id, "status": job.final_status}
-                    self._spawn(self.url, payload)
-            elif upcoming is None or job.finish_at < upcoming:
-                upcoming = job.finish_at
-        return None if upcoming is None else upcoming - now
+        due, upcoming = self._source(self._now())
+        for url, payload in due:
+            self._spawn(url, payload)
+        return None if upcoming is None else upcoming - self._now()
+
+    def post(self, url: str, payload: JSON) -> None:
+        """Deliver ``payload`` to ``url`` now, in the background (needs a running loop)."""
+        self.start()
+        self._spawn(url, payload)
 
     def _spawn(self, url: str, payload: JSON) -> asyncio.Task[WebhookDelivery]:
         task = asyncio.get_running_loop().create_task(self.deliver(url, payload))
@@ -123,8 +135,11 @@ class WebhookDispatcher:
             self._wake.clear()
             wait = self._due()
             timeout = None if wait is None or self._clock.frozen else max(wait, 0.001)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancellation that
+            # lands just after a wake, and the watcher would then never stop.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
 
     async def deliver(self, url: str, payload: JSON) -> WebhookDelivery:
         """POST ``payload`` to ``url``, retrying; the delivery is recorded and returned."""
@@ -150,21 +165,14 @@ class WebhookDispatcher:
         return delivery
 
     async def wait_idle(self, timeout: float = 5.0) -> None:
-        """Wait until every due job was announced and every delivery has finished."""
+        """Wait until everything due was sent and every delivery has finished."""
         async with asyncio.timeout(timeout):
             while True:
                 if self.running:
-                    self.wake()
-                await asyncio.sleep(0)
-                due = self.url is not None and any(
-                    not j.notified and self._now() >= j.finish_at for j in self._state.jobs.values()
-                )
-                if not self._sends and not (due and self.running):
+                    self._due()
+                if not self._sends:
                     return
-                if self._sends:
-                    await asyncio.wait(set(self._sends))
-                else:
-                    await asyncio.sleep(0.005)
+                await asyncio.wait(set(self._sends))
 
     async def aclose(self) -> None:
         """Stop the watcher and cancel deliveries in progress."""

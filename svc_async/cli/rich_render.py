@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import TextIO
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -17,12 +17,13 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.rule import Rule
 from rich.status import Status
 from rich.table import Table as RichTable
 from rich.text import Text
 from rich.tree import Tree
 
-from ._cli_render import (
+from .render import (
     Cell,
     ProgressHandle,
     Segment,
@@ -86,14 +87,30 @@ class RichRenderer:
             soft_wrap=False,
         )
 
+    @property
+    def is_terminal(self) -> bool:
+        """Whether the console writes to a terminal."""
+        return bool(self.console.is_terminal)
+
+    def _print(self, renderable: RenderableType = "") -> None:
+        """Print; off a terminal, without the padding rich adds to the end of lines."""
+        if self.console.is_terminal:
+            self.console.print(renderable)
+            return
+        with self.console.capture() as captured:
+            self.console.print(renderable)
+        text = "\n".join(line.rstrip() for line in captured.get().split("\n"))
+        self.console.file.write(text)
+        self.console.file.flush()
+
     def rule(self, title: str) -> None:
         """A bold horizontal rule with the title."""
-        self.console.print()
-        self.console.rule(Text(title, style="bold cyan"), style="cyan")
+        self._print()
+        self._print(Rule(Text(title, style="bold cyan"), style="cyan"))
 
     def line(self, *parts: Segment) -> None:
-        """One line of styled segments."""
-        self.console.print(_text(parts))
+        """One line of styled segments (wrapped by rich to the console's width)."""
+        self._print(_text(parts))
 
     def table(self, table: Table) -> None:
         """A rounded-box table."""
@@ -107,9 +124,15 @@ class RichRenderer:
         )
         for column in table.columns:
             out.add_column(column.header, justify=column.justify)
-        for row in table.rows:
+        blank = [Text() for _ in table.columns]
+        for index, row in enumerate(table.rows):
             out.add_row(*(_text([c]) for c in row))
-        self.console.print(out)
+            note = table.notes.get(index)
+            if note is not None:
+                cells = list(blank)
+                cells[table.note_column] = _text([note])
+                out.add_row(*cells)
+        self._print(out)
 
     def tree(self, root: TreeNode) -> None:
         """A rich tree with guide lines."""
@@ -122,7 +145,7 @@ class RichRenderer:
         top = Tree(_text(root.label), guide_style="dim")
         for child in root.children:
             add(top, child)
-        self.console.print(top)
+        self._print(top)
 
     @contextlib.contextmanager
     def progress(self, description: str, total: int | None) -> Iterator[ProgressHandle]:

@@ -6,7 +6,9 @@ import argparse
 import datetime as dt
 import re
 
-from ._version import __version__
+from .._validate import MAX_PAGE_SIZE
+from .._version import __version__
+from ..models import CURRENT_JOB_STATUSES
 
 PROG = "svc-async"
 
@@ -18,9 +20,9 @@ exit codes:
   3    authentication or permission refused (HTTP 401/403)
   4    not found (HTTP 404)
   5    other error answer from the service (4xx/5xx, rate limit, ambiguous create)
-  6    network failure or request timeout
+  6    network failure, request timeout, or --timeout passed
   7    the service's answer could not be decoded
-  8    jobs wait / --wait ran out of time
+  8    jobs wait / --wait ran out of time (the job is still printed)
   130  interrupted (Ctrl-C)
 """
 
@@ -42,10 +44,16 @@ examples:
   svc-async orgs --table
   svc-async events --all --org 2
   svc-async entries --event 7 --since 2024-10-01T00:00:00Z
-  svc-async jobs search --tag Seniors --status Completed --all
+  svc-async jobs search --tag Seniors --status Processed --all
+  svc-async fake --job-delay 5
   svc-async demo
 """
 )
+
+DEFAULT_DEMO_DELAY = 2.0
+"""The demo fake's job processing time: long enough to see each status pass, short
+enough to keep the tour near 4 seconds (a VOD job's output file takes half as long
+again)."""
 
 _COUNTRY = re.compile(r"[A-Za-z]{2}")
 
@@ -58,6 +66,19 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def page_size(text: str) -> int:
+    """A page size, 1 to 100 (worded as the SDK words its ``limit`` check)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= MAX_PAGE_SIZE:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 1 and at most {MAX_PAGE_SIZE}, got {value}"
+        )
     return value
 
 
@@ -88,6 +109,53 @@ def non_negative_seconds(text: str) -> float:
     if text.strip() in ("0", "0.0"):
         return 0.0
     return seconds(text)
+
+
+def share(text: str) -> float:
+    """A probability from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text}")
+    return value
+
+
+def rate_limit(text: str) -> tuple[int, float] | None:
+    """``N/SECONDS`` (N requests per window), or ``off``."""
+    if text.strip().lower() == "off":
+        return None
+    count, _, window = text.partition("/")
+    try:
+        value = (int(count), float(window))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected REQUESTS/SECONDS such as 100/60, or off; got {text!r}"
+        ) from None
+    if value[0] <= 0 or not 0 < value[1] < float("inf"):
+        raise argparse.ArgumentTypeError(f"both numbers must be positive, got {text!r}")
+    return value
+
+
+def port(text: str) -> int:
+    """A TCP port, 0 for any free one."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 65535, got {value}")
+    return value
+
+
+def job_status(text: str) -> str:
+    """A status the service accepts today (any case), in the service's spelling."""
+    for status in CURRENT_JOB_STATUSES:
+        if text.strip().lower() == status.lower():
+            return str(status)
+    valid = ", ".join(CURRENT_JOB_STATUSES)
+    raise argparse.ArgumentTypeError(f"unknown job status {text!r}; choose from {valid}")
 
 
 def date(text: str) -> dt.date:
@@ -133,8 +201,10 @@ def _output_options() -> argparse.ArgumentParser:
 
 
 def _add_page_options(parser: argparse.ArgumentParser, default_limit: int | None) -> None:
-    shown = "the service's default (25)" if default_limit is None else str(default_limit)
-    parser.add_argument("--limit", type=positive_int, help=f"page size, at most 100 ({shown})")
+    shown = "the service's default" if default_limit is None else f"default {default_limit}"
+    parser.add_argument(
+        "--limit", type=page_size, help=f"page size, 1 to {MAX_PAGE_SIZE} ({shown})"
+    )
     parser.add_argument("--offset", type=non_negative_int, help="items to skip (0)")
     parser.add_argument("--all", action="store_true", help="every page (not with --limit/--offset)")
 
@@ -160,7 +230,8 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=seconds,
         metavar="SECONDS",
-        help="per-request timeout in seconds (default 30)",
+        help="deadline of the whole command, retries and waits included"
+        " (default: none; each request 30)",
     )
     parser.add_argument(
         "--table", action="store_true", default=False, help="print tables instead of JSON"
@@ -265,10 +336,11 @@ def _jobs_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     search.add_argument(
         "--status",
+        type=job_status,
         action="append",
         default=[],
         metavar="STATUS",
-        help="allowed status, e.g. Completed (repeatable)",
+        help=f"allowed status (repeatable): {', '.join(CURRENT_JOB_STATUSES)}",
     )
     search.add_argument("--org", type=positive_int, metavar="ID", help="one organisation only")
     _add_page_options(search, 25)
@@ -277,8 +349,9 @@ def _jobs_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "wait",
         parents=[output],
         help="wait until a job is finished",
-        description="Poll a job until it is Completed or Errored, then print it"
-        " (exit 0 whatever the verdict; exit 8 on timeout).",
+        description="Poll a job until it is finished (Processed, Submitted or Errored),"
+        " then print it (exit 0 whatever the verdict; exit 8 on timeout, the last"
+        " snapshot still printed).",
     )
     wait.add_argument("job_id", type=positive_int, metavar="ID", help="job id")
     wait.add_argument(
@@ -344,6 +417,17 @@ def build_parser() -> argparse.ArgumentParser:
         command.set_defaults(command_parser=command)
     _jobs_parser(commands)
 
+    fake = commands.add_parser(
+        "fake",
+        help="serve a fake service on 127.0.0.1 to try the CLI against",
+        description="Serve a seeded FakeService on 127.0.0.1 until Ctrl-C (exit 0).\n"
+        "Prints the export lines (SVC_BASE_URL, SVC_API_TOKEN, SVC_ACCOUNT_URL) to\n"
+        "paste into another shell; needs no URL or credentials.",
+        formatter_class=_Formatter,
+        epilog="example:\n  svc-async fake --job-delay 5 --latency 0.2 --error-rate 0.1",
+    )
+    add_fake_options(fake)
+
     demo = commands.add_parser(
         "demo",
         help="tour the SDK against a local fake service",
@@ -352,6 +436,90 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_demo_options(demo)
     return parser
+
+
+def add_fake_options(parser: argparse.ArgumentParser) -> None:
+    """The ``fake`` command's options: port, data seed, flavour, job timing, limits, faults."""
+    parser.add_argument(
+        "--port", type=port, default=0, metavar="N", help="port on 127.0.0.1 (0: any free one)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of the fake's demo data (0)"
+    )
+    parser.add_argument(
+        "--legacy",
+        action="store_true",
+        help="speak the published examples' older shapes: jobs end at Completed,"
+        " search answers {jobs, count}",
+    )
+    timing = parser.add_argument_group("jobs and limits")
+    timing.add_argument(
+        "--job-delay",
+        type=non_negative_seconds,
+        default=3.0,
+        metavar="SECONDS",
+        help="how long a job takes to process (3); a VOD job's output file takes"
+        " half as long again",
+    )
+    timing.add_argument(
+        "--search-lag",
+        type=non_negative_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="how long a new job stays out of search results (0)",
+    )
+    timing.add_argument(
+        "--rate-limit",
+        type=rate_limit,
+        default=(1000, 60.0),
+        metavar="N/SECONDS",
+        help="requests allowed per window, or off (1000/60)",
+    )
+    faults = parser.add_argument_group("faults (shares are probabilities from 0 to 1)")
+    faults.add_argument(
+        "--latency",
+        type=non_negative_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="added to every request (0)",
+    )
+    faults.add_argument(
+        "--latency-spike", type=share, default=0.0, metavar="SHARE", help="share of slow requests"
+    )
+    faults.add_argument(
+        "--spike-seconds",
+        type=non_negative_seconds,
+        default=1.0,
+        metavar="SECONDS",
+        help="extra time of a slow request (1)",
+    )
+    faults.add_argument(
+        "--error-rate", type=share, default=0.0, metavar="SHARE", help="share answered 5xx"
+    )
+    faults.add_argument(
+        "--reset-rate",
+        type=share,
+        default=0.0,
+        metavar="SHARE",
+        help="share of dropped connections",
+    )
+    faults.add_argument(
+        "--malformed-rate",
+        type=share,
+        default=0.0,
+        metavar="SHARE",
+        help="share answered with broken JSON",
+    )
+    faults.add_argument(
+        "--burst-429-rate", type=share, default=0.0, metavar="SHARE", help="share answered 429"
+    )
+    faults.add_argument(
+        "--burst-retry-after",
+        type=non_negative_seconds,
+        default=1.0,
+        metavar="SECONDS",
+        help="Retry-After of those 429 answers (1)",
+    )
 
 
 def add_demo_options(parser: argparse.ArgumentParser) -> None:
@@ -363,9 +531,9 @@ def add_demo_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--delay",
         type=non_negative_seconds,
-        default=3.0,
+        default=DEFAULT_DEMO_DELAY,
         metavar="SECONDS",
-        help="the fake's job processing time (3)",
+        help=f"the fake's job processing time ({DEFAULT_DEMO_DELAY:g})",
     )
     parser.add_argument(
         "--seed", type=int, default=0, metavar="N", help="seed of the fake's demo data (0)"

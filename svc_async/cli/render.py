@@ -1,16 +1,17 @@
 """Terminal rendering for the CLI and the demo, with or without rich.
 
 Views are plain data (``Table``, ``TreeNode``, ``Styled`` cells) built elsewhere; a
-``Renderer`` draws them. ``RichRenderer`` (in ``_cli_rich``, imported only when rich is
-installed) draws boxes, colours, spinners and progress bars; ``PlainRenderer`` draws
-the same content as plain text, so nothing depends on the optional ``cli`` extra.
+``Renderer`` draws them. ``PlainRenderer`` draws them as plain text, so nothing depends
+on the optional ``cli`` extra; ``RichRenderer`` (in ``rich_render``) draws boxes,
+colours and spinners, and ``terminal`` picks one of the two.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+import textwrap
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TextIO
 
@@ -40,12 +41,18 @@ class Column:
 
 @dataclass(frozen=True, slots=True)
 class Table:
-    """A titled table of cells."""
+    """A titled table of cells; ``notes`` (row index to text) are drawn under their row.
+
+    Notes keep long text (the checks a song failed, a manual verdict's details) out of
+    the columns, so a table fits 80 columns; ``note_column`` is where a note starts.
+    """
 
     title: str | None
     columns: Sequence[Column]
     rows: Sequence[Sequence[Cell]]
     caption: str | None = None
+    notes: Mapping[int, Cell] = field(default_factory=dict)
+    note_column: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +83,10 @@ class StatusHandle(Protocol):
 class Renderer(Protocol):
     """Draws views on one output stream."""
 
+    @property
+    def is_terminal(self) -> bool:
+        """Whether a person watches the stream (status lines are worth drawing)."""
+
     def rule(self, title: str) -> None:
         """A section heading."""
 
@@ -95,6 +106,25 @@ class Renderer(Protocol):
 
     def status(self, text: str) -> contextlib.AbstractContextManager[StatusHandle]:
         """A spinner for the duration of a ``with`` block."""
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
+
+
+def _fit(widths: list[int], rows: Sequence[Sequence[str]], limit: int) -> list[int]:
+    """Column widths: each its widest cell, the widest narrowed until the row fits."""
+    widths = list(widths)
+    for row in rows:
+        for i, text in enumerate(row):
+            widths[i] = max(widths[i], len(text))
+    floor = 8
+    while sum(widths) + 2 * (len(widths) - 1) > limit:
+        widest = max(range(len(widths)), key=lambda i: widths[i])
+        if widths[widest] <= floor:
+            break
+        widths[widest] -= 1
+    return widths
 
 
 def text_of(cell: Cell) -> str:
@@ -135,8 +165,15 @@ class _PlainProgress:
 class PlainRenderer:
     """Plain-text rendering: aligned columns, indented trees, no colour."""
 
-    def __init__(self, out: TextIO | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, width: int = 80) -> None:
         self._out = out if out is not None else sys.stdout
+        self.width = width
+
+    @property
+    def is_terminal(self) -> bool:
+        """Whether the stream is a terminal."""
+        isatty = getattr(self._out, "isatty", None)
+        return bool(callable(isatty) and isatty())
 
     def _print(self, text: str = "") -> None:
         print(text, file=self._out)
@@ -147,33 +184,52 @@ class PlainRenderer:
         self._print(f"== {title} " + "=" * max(4, 72 - len(title)))
 
     def line(self, *parts: Segment) -> None:
-        """The segments' text joined on one line."""
-        self._print("".join(text_of(p) for p in parts))
+        """The segments' text joined on one line, wrapped (keeping its indent) to fit."""
+        text = "".join(text_of(p) for p in parts).rstrip()
+        if len(text) <= self.width:
+            self._print(text)
+            return
+        indent = " " * (len(text) - len(text.lstrip()))
+        for line in textwrap.wrap(
+            text, self.width, initial_indent="", subsequent_indent=indent + "  "
+        ):
+            self._print(line)
 
     def table(self, table: Table) -> None:
-        """Columns padded to their widest cell."""
+        """Columns padded to their widest cell, the widest wrapped to fit ``width``."""
         cells = [[text_of(c) for c in row] for row in table.rows]
         headers = [c.header for c in table.columns]
-        widths = [len(h) for h in headers]
-        for row in cells:
-            for i, text in enumerate(row):
-                widths[i] = max(widths[i], len(text))
+        widths = _fit([len(h) for h in headers], cells, self.width)
 
-        def fmt(row: Sequence[str]) -> str:
-            out = []
-            for i, text in enumerate(row):
-                just = table.columns[i].justify
-                out.append(text.rjust(widths[i]) if just == "right" else text.ljust(widths[i]))
-            return "  ".join(out).rstrip()
+        def fmt(row: Sequence[str]) -> list[str]:
+            wrapped = [_wrap(text, widths[i]) for i, text in enumerate(row)]
+            lines = []
+            for n in range(max(len(w) for w in wrapped)):
+                out = []
+                for i, parts in enumerate(wrapped):
+                    text = parts[n] if n < len(parts) else ""
+                    just = table.columns[i].justify
+                    out.append(text.rjust(widths[i]) if just == "right" else text.ljust(widths[i]))
+                lines.append("  ".join(out).rstrip())
+            return lines
 
+        indent = sum(w + 2 for w in widths[: table.note_column])
         if table.title:
-            self._print(table.title)
-        self._print(fmt(headers))
+            for line in _wrap(table.title, self.width):
+                self._print(line)
+        for line in fmt(headers):
+            self._print(line)
         self._print("  ".join("-" * w for w in widths))
-        for row in cells:
-            self._print(fmt(row))
+        for index, row in enumerate(cells):
+            for line in fmt(row):
+                self._print(line)
+            note = table.notes.get(index)
+            if note is not None:
+                for line in _wrap(text_of(note), max(20, self.width - indent)):
+                    self._print(" " * indent + line)
         if table.caption:
-            self._print(table.caption)
+            for line in _wrap(table.caption, self.width):
+                self._print(line)
 
     def tree(self, root: TreeNode) -> None:
         """Children indented under their parent with ``+--``."""
@@ -204,6 +260,11 @@ class PlainRenderer:
 class QuietRenderer(PlainRenderer):
     """Shows nothing at all (progress when stderr is not a terminal)."""
 
+    @property
+    def is_terminal(self) -> bool:
+        """Never: nothing is shown."""
+        return False
+
     def _print(self, text: str = "") -> None:
         del text
 
@@ -212,34 +273,3 @@ class QuietRenderer(PlainRenderer):
         """Nothing."""
         del description, total
         yield _NullProgress()
-
-
-def make_renderer(
-    out: TextIO,
-    *,
-    color: bool | None = None,
-    plain: bool = False,
-    width: int | None = None,
-    transient: bool = False,
-) -> Renderer:
-    """A rich renderer on ``out`` when rich is installed (and ``plain`` is False), else plain.
-
-    ``color`` None lets rich decide (terminal, ``NO_COLOR``); False turns colour off.
-    ``transient`` progress bars are erased when done.
-    """
-    if not plain:
-        try:
-            from ._cli_rich import RichRenderer
-        except ImportError:
-            pass
-        else:
-            return RichRenderer(out, color=color, width=width, transient=transient)
-    return PlainRenderer(out)
-
-
-def progress_renderer(err: TextIO) -> Renderer:
-    """Where progress goes: a renderer on ``err`` when it is a terminal, else a silent one."""
-    isatty = getattr(err, "isatty", None)
-    if callable(isatty) and isatty():
-        return make_renderer(err, transient=True)
-    return QuietRenderer(err)

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ._cli_render import Renderer, Styled
-from ._cli_views import (
+from ..client import Client
+from ..converter import unstructure
+from ..models import Event, JobRequest, LicenseDetails, VerificationJob
+from ..polling import PollPolicy
+from .render import Renderer, Styled
+from .views import (
     entries_table,
     events_table,
     job_summary,
@@ -24,10 +28,6 @@ from ._cli_views import (
     status_cell,
     verdict_table,
 )
-from .client import Client
-from .converter import unstructure
-from .models import Event, JobRequest, LicenseDetails, VerificationJob
-from .polling import PollPolicy
 
 _MAX_PAGE = 100
 
@@ -42,9 +42,31 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Ui:
-    """Where a command reports progress (stderr, or nowhere)."""
+    """Where a command reports progress (stderr, or nowhere), and the jobs it has seen.
+
+    ``jobs`` holds the latest snapshot of a job the command created or waited for, so a
+    command cut short by a deadline can still print the job it was about.
+    """
 
     progress: Renderer
+    jobs: list[VerificationJob] = field(default_factory=list)
+
+    def saw(self, job: VerificationJob) -> None:
+        """Remember ``job`` as the latest snapshot."""
+        self.jobs[:] = [job]
+
+
+class Unfinished(Exception):
+    """A command stopped short of its goal but has something to print (``outcome``).
+
+    ``cause`` is the failure to report after printing; the job a ``--wait`` ran out of
+    time on is the usual case (exit 8, the job JSON still on stdout).
+    """
+
+    def __init__(self, outcome: Outcome, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.outcome = outcome
+        self.cause = cause
 
 
 Command = Callable[[Client, argparse.Namespace, Ui], Awaitable[Outcome]]
@@ -62,6 +84,8 @@ def check_args(args: argparse.Namespace, parser_error: Callable[[str], None]) ->
     creating = args.command == "jobs" and args.jobs_command == "create"
     if creating and (args.license_file or args.license_source_name) and not args.license_source:
         parser_error("--license-file and --license-source-name need --license-source")
+    if creating and args.start > args.end:
+        parser_error(f"--start/--end: --start {args.start} is after --end {args.end}")
 
 
 async def orgs(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:
@@ -112,7 +136,7 @@ async def entries(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:
     return Outcome(unstructure(found), lambda out: out.table(entries_table(found, title)))
 
 
-def _job_outcome(job: VerificationJob) -> Outcome:
+def job_outcome(job: VerificationJob) -> Outcome:
     def draw(out: Renderer) -> None:
         out.table(job_summary(job))
         if job.recording is not None:
@@ -123,6 +147,7 @@ def _job_outcome(job: VerificationJob) -> Outcome:
 
 def _status_reporter(ui: Ui) -> Callable[[VerificationJob], None]:
     def on_status(job: VerificationJob) -> None:
+        ui.saw(job)
         ui.progress.line(Styled(f"job {job.id}: ", "dim"), status_cell(job.status))
 
     return on_status
@@ -151,25 +176,26 @@ async def jobs_create(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:
         tags=list(args.tag),
         license_details=details,
     )
+    with ui.progress.status("Creating the job..."):
+        job = await svc.jobs.create(request)
+    ui.saw(job)
     if not args.wait:
-        with ui.progress.status("Creating the job..."):
-            job = await svc.jobs.create(request)
-        return _job_outcome(job)
-    with ui.progress.status("Creating the job and waiting for its verdict..."):
-        job = await svc.jobs.create_and_wait(
-            request,
+        return job_outcome(job)
+    with ui.progress.status(f"Waiting for job {job.id}'s verdict..."):
+        job = await svc.jobs.wait(
+            job.id,
             timeout=args.wait_timeout,
             policy=PollPolicy(timeout=args.wait_timeout),
             on_status=_status_reporter(ui),
         )
-    return _job_outcome(job)
+    return job_outcome(job)
 
 
 async def jobs_get(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:
     """``jobs get ID``: one job in full."""
     with ui.progress.status(f"Reading job {args.job_id}..."):
         job = await svc.jobs.get(args.job_id)
-    return _job_outcome(job)
+    return job_outcome(job)
 
 
 async def jobs_search(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:
@@ -210,7 +236,7 @@ async def jobs_wait(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:
             policy=PollPolicy(timeout=args.wait_timeout),
             on_status=_status_reporter(ui),
         )
-    return _job_outcome(job)
+    return job_outcome(job)
 
 
 COMMANDS: dict[tuple[str, str | None], Command] = {

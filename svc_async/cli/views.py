@@ -10,21 +10,26 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from ._cli_render import Cell, Column, Segment, Styled, Table, TreeNode
-from .models import (
+from ..models import (
     CREATION_TAG_PREFIX,
     LICENSE_CHECK_NAMES,
     CheckResult,
     Entry,
     Event,
     JobStatus,
+    LicenseChecks,
     LicenseStatus,
+    ManualStatus,
+    ManualStatusValue,
     Organisation,
+    OutputFile,
     RecordingStatus,
     Season,
     Song,
+    SoundRecording,
     VerificationJob,
 )
+from .render import Cell, Column, Segment, Styled, Table, TreeNode
 
 _STYLES: dict[str, str] = {
     LicenseStatus.LICENSED: "bold green",
@@ -35,8 +40,14 @@ _STYLES: dict[str, str] = {
     CheckResult.ACCEPTED: "green",
     CheckResult.UNKNOWN: "yellow",
     CheckResult.REJECTED: "bold red",
+    JobStatus.PROCESSED: "bold green",
+    JobStatus.SUBMITTED: "bold green",
     JobStatus.COMPLETED: "bold green",
+    JobStatus.CONFIRMED: "bold green",
     JobStatus.ERRORED: "bold red",
+    ManualStatusValue.MANUALLY_APPROVED: "bold green",
+    ManualStatusValue.MANUALLY_REJECTED: "bold red",
+    ManualStatusValue.USER_UPDATED: "yellow",
     RecordingStatus.COMPLETE: "green",
     RecordingStatus.FAILED: "bold red",
 }
@@ -50,6 +61,12 @@ SUMMARY_STATUSES: dict[str, str] = {
     LicenseStatus.UNVERIFIED: "Unverified",
 }
 """Licence statuses with a column in the per-event summary (others count as "Other")."""
+
+
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    """``1 song``, ``2 songs``; ``plural_form`` for irregular words (``entries``)."""
+    word = singular if count == 1 else (plural_form or f"{singular}s")
+    return f"{count} {word}"
 
 
 def status_cell(status: str | None, empty: str = "-") -> Styled:
@@ -220,10 +237,10 @@ def licence_summary(
     any_other = _others(total) > 0
     columns = [
         Column("Event"),
-        Column("Entries", "right"),
+        Column("All", "right"),
         *(Column(header, "right") for header in SUMMARY_STATUSES.values()),
         *([Column("Other", "right")] if any_other else []),
-        Column("No recording", "right"),
+        Column("No audio", "right"),
     ]
 
     def counts_row(label: Segment, counts: Counter[str]) -> list[Cell]:
@@ -255,16 +272,18 @@ def _count(value: int, style: str) -> Styled:
 
 
 def jobs_table(jobs: Sequence[VerificationJob], title: str = "Verification jobs") -> Table:
-    """One row per job: status, verdict, tags."""
+    """One row per job: type, status, verdict, tags; an error message as a note under it."""
     rows: list[list[Cell]] = []
-    for job in jobs:
+    notes: dict[int, Cell] = {}
+    for index, job in enumerate(jobs):
         verdict: Cell = status_cell(None if job.recording is None else job.recording.license_status)
         if job.error_message:
-            verdict = Styled(job.error_message, "red")
+            notes[index] = Styled(job.error_message, "red")
         rows.append(
             [
                 str(job.id),
                 job.name or "-",
+                str(job.type) if job.type else "-",
                 status_cell(job.status),
                 verdict,
                 ", ".join(user_tags(job.tags)) or "-",
@@ -273,11 +292,17 @@ def jobs_table(jobs: Sequence[VerificationJob], title: str = "Verification jobs"
     columns = [
         Column("ID", "right"),
         Column("Name"),
+        Column("Type"),
         Column("Status"),
         Column("Verdict"),
         Column("Tags"),
     ]
-    return Table(title, columns, rows)
+    return Table(title, columns, rows, notes=notes)
+
+
+_LISTED_CHECKS = 3
+"""Up to this many failing checks are named one by one; beyond it, a large group of
+one result is counted instead (``Licensee Name Match: Rejected, 13 checks Unknown``)."""
 
 
 def check_title(name: str) -> str:
@@ -288,20 +313,31 @@ def check_title(name: str) -> str:
 
 
 def failing_checks(song: Song) -> Cell:
-    """The checks of ``song`` that are not Accepted, coloured by result, compactly."""
-    results = song.license_checks.results()
-    failing = song.license_checks.failing()
+    """The checks of ``song`` that are not Accepted, coloured by result, compactly: named
+    when few, counted by result when many."""
+    checks = song.license_checks or LicenseChecks()
+    results = checks.results()
+    failing = checks.failing()
     if not failing:
         return Styled("all accepted", "green") if results else Styled("no checks", "dim")
     values = {str(value) for value in failing.values()}
     if len(failing) == len(results) and len(values) == 1:
         value = values.pop()
         return Styled(f"all {len(results)} {value}", _STYLES.get(value, "cyan"))
-    parts: list[Segment] = []
+    groups: dict[str, list[str]] = {}
     for name, value in failing.items():
-        if parts:
-            parts.append(", ")
-        parts.append(Styled(f"{check_title(name)}: {value}", _STYLES.get(str(value), "cyan")))
+        groups.setdefault(str(value), []).append(name)
+    parts: list[Segment] = []
+    for value, names in groups.items():
+        style = _STYLES.get(value, "cyan")
+        if len(failing) > _LISTED_CHECKS and len(names) > 2:
+            shown = [f"{len(names)} checks {value}"]  # one line, not fourteen names
+        else:
+            shown = [f"{check_title(name)}: {value}" for name in names]
+        for text in shown:
+            if parts:
+                parts.append(", ")
+            parts.append(Styled(text, style))
     return tuple(parts)
 
 
@@ -310,34 +346,97 @@ def _clock(seconds: float) -> str:
     return f"{whole // 60}:{whole % 60:02d}"
 
 
+def manual_verdict(song: Song) -> Cell | None:
+    """A person's verdict on the song (``Manually Rejected: details``), or None."""
+    manual = song.manual_status
+    if manual is None:
+        return None
+    if isinstance(manual, ManualStatus):
+        if manual.status is None and not manual.details:
+            return None
+        status = str(manual.status or "Manual status")
+        text = f"{status}: {manual.details}" if manual.details else status
+    else:
+        status = text = str(manual)
+    return Styled(text, _STYLES.get(status, "cyan"))
+
+
+def _song_note(song: Song) -> Cell:
+    """Under a song's row: its manual verdict, if any, then the checks not accepted."""
+    manual = manual_verdict(song)
+    checks = failing_checks(song)
+    checks_parts = checks if isinstance(checks, tuple) else (checks,)
+    if manual is None:
+        return checks_parts
+    if isinstance(manual, Styled) and manual.text.endswith("."):
+        manual = Styled(manual.text[:-1], manual.style)  # "details.; all accepted" reads badly
+    manual_parts = manual if isinstance(manual, tuple) else (manual,)
+    return (*manual_parts, "; ", *checks_parts)
+
+
 def verdict_table(job: VerificationJob) -> Table:
-    """The job's songs: licence source, status and the checks that did not pass."""
-    songs = [] if job.recording is None else job.recording.songs
+    """The job's songs (source, status); a note under each row holds the manual verdict
+    and the checks not accepted, so the table fits 80 columns."""
+    return recording_table(job.recording, f"Verdict of job #{job.id}")
+
+
+def recording_table(recording: SoundRecording | None, subject: str) -> Table:
+    """A recording's songs as in ``verdict_table`` (a job's, or an entry's), titled
+    ``subject (N songs)``; a ``*`` marks a song with a manual status."""
+    songs = [] if recording is None else recording.songs
     rows: list[list[Cell]] = []
+    notes: dict[int, Cell] = {}
     for i, song in enumerate(songs, 1):
+        status: Cell = status_cell(song.license_status)
+        if song.manual_status is not None:
+            status = (status_cell(song.license_status), Styled(" *", "bold"))
         rows.append(
             [
                 str(i),
                 f"{song.title} - {song.artists}",
                 f"{_clock(song.start_time)}-{_clock(song.end_time)}",
-                str(song.license_data.license_source or "-"),
-                status_cell(song.license_status),
-                failing_checks(song),
+                str((song.license_data and song.license_data.license_source) or "-"),
+                status,
             ]
         )
+        notes[i - 1] = _song_note(song)
     columns = [
         Column("#", "right"),
         Column("Song"),
         Column("Time"),
         Column("Source"),
         Column("Status"),
-        Column("Checks not accepted"),
     ]
-    recording = job.recording
     caption = None
     if recording is not None:
         caption = f"recording {recording.status}, licence status {recording.license_status}"
-    return Table(f"Verdict of job #{job.id} ({len(songs)} songs)", columns, rows, caption)
+        if any(song.manual_status is not None for song in songs):
+            caption += "; * manual status"
+    return Table(f"{subject} ({plural(len(songs), 'song')})", columns, rows, caption, notes=notes)
+
+
+def manual_statuses(recording: SoundRecording | None) -> list[str]:
+    """The manual verdicts on a recording's songs (``Manually Approved``, ...), in order;
+    songs without one, or whose verdict was cleared, are left out."""
+    found: list[str] = []
+    for song in [] if recording is None else recording.songs:
+        manual = song.manual_status
+        if isinstance(manual, ManualStatus):
+            if manual.status is not None:
+                found.append(str(manual.status))
+        elif manual:
+            found.append(str(manual))
+    return found
+
+
+def output_file_cell(output: OutputFile) -> Cell:
+    """An output file: what it is, its status, and its link once made."""
+    kind = " ".join(str(part) for part in (output.operation, output.file_type) if part)
+    status = status_cell(str(output.status))
+    head: tuple[Segment, ...] = (f"{kind or 'file'} #{output.id} ", status)
+    if output.download_url:
+        return (*head, " ", output.download_url)
+    return head
 
 
 def job_summary(job: VerificationJob) -> Table:
@@ -348,13 +447,20 @@ def job_summary(job: VerificationJob) -> Table:
         ["Email", job.email or "-"],
         ["Organisation", f"#{job.organisation_id}"],
         ["Status", status_cell(job.status)],
+        ["Type", str(job.type) if job.type else "-"],
         ["Territories", ", ".join(job.required_territories) or "-"],
         ["Dates", f"{day(job.start_date)} .. {day(job.end_date)}"],
         ["Tags", ", ".join(user_tags(job.tags)) or "-"],
         ["External id", job.external_id or "-"],
     ]
+    if job.is_claimed is not None:
+        rows.append(["Claimed", "yes" if job.is_claimed else "no"])
+    if job.edit_url:
+        rows.append(["Edit link", job.edit_url])
     if job.error_message:
         rows.append(["Error", Styled(job.error_message, "bold red")])
     if job.recording is not None:
         rows.append(["Licence", status_cell(job.recording.license_status)])
+    for output in job.output_files:
+        rows.append(["Output file", output_file_cell(output)])
     return Table(f"Verification job #{job.id}", [Column("Field"), Column("Value")], rows)

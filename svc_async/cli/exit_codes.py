@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from .errors import (
+from ..errors import (
     APIError,
     AuthenticationError,
     JobWaitTimeout,
@@ -14,6 +14,7 @@ from .errors import (
     SvcError,
     TransportError,
 )
+from .wording import api_failure, in_flags
 
 
 class ExitCode(IntEnum):
@@ -35,6 +36,10 @@ class UsageError(Exception):
     """A problem with the command line or the configuration (exit 2)."""
 
 
+class CommandTimeout(Exception):
+    """The whole command outran ``--timeout`` (exit 6)."""
+
+
 def exit_code_for(exc: BaseException) -> ExitCode:
     """The exit status that stands for ``exc``."""
     if isinstance(exc, AuthenticationError | PermissionDeniedError):
@@ -43,7 +48,7 @@ def exit_code_for(exc: BaseException) -> ExitCode:
         return ExitCode.NOT_FOUND
     if isinstance(exc, JobWaitTimeout):
         return ExitCode.WAIT_TIMEOUT
-    if isinstance(exc, TransportError):
+    if isinstance(exc, TransportError | CommandTimeout):
         return ExitCode.NETWORK
     if isinstance(exc, ResponseDecodeError):
         return ExitCode.BAD_RESPONSE
@@ -57,7 +62,10 @@ def exit_code_for(exc: BaseException) -> ExitCode:
 
 
 def describe(exc: BaseException) -> str:
-    """One line for people: what went wrong and, where it helps, what to check."""
+    """What went wrong in the CLI's words and, where it helps, what to check.
+
+    One line, except a 400's validation issues, listed one per line under it.
+    """
     raw = str(exc)
     text = " ".join(raw.split()) or type(exc).__name__
     if isinstance(exc, AuthenticationError):
@@ -68,6 +76,10 @@ def describe(exc: BaseException) -> str:
         return f"network: {text}"
     if isinstance(exc, ResponseDecodeError):
         return f"bad response: {text}"
-    if isinstance(exc, APIError | SvcError | UsageError | ValueError):
+    if isinstance(exc, APIError):
+        return api_failure(exc)
+    if isinstance(exc, ValueError) and not isinstance(exc, SvcError):
+        return in_flags(text)
+    if isinstance(exc, SvcError | UsageError | CommandTimeout):
         return text
     return f"unexpected {type(exc).__name__}: {text}"

@@ -1,0 +1,146 @@
+"""The documentation site's build hooks: README sections into pages, benchmark charts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytest.importorskip("mkdocs", reason="the docs extra is not installed")
+from mkdocs.exceptions import PluginError
+
+ROOT = Path(__file__).parents[1]
+
+
+def _hook(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "_hooks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+readme_sections = _hook("readme_sections")
+bench_figures = _hook("bench_figures")
+
+TEXT = """\
+# Title
+Intro.
+## One
+Body one.
+```python
+# not a heading
+```
+### Sub
+Sub body.
+## Two
+Body two.
+"""
+
+
+def test_section_body_stops_at_the_next_peer_and_skips_code() -> None:
+    body = readme_sections.section(TEXT, 2, "One", under=1)
+    assert body == "Body one.\n```python\n# not a heading\n```\n## Sub\nSub body.\n"
+
+
+def test_subheadings_sit_under_the_page_heading() -> None:
+    assert "### Sub" in readme_sections.section(TEXT, 2, "One", under=2)
+
+
+def test_the_title_section_is_the_introduction_only() -> None:
+    assert readme_sections.section(TEXT, 1, "Title") == "Intro.\n"
+
+
+def test_a_missing_heading_fails_the_build() -> None:
+    with pytest.raises(PluginError, match="0 '## Three'"):
+        readme_sections.section(TEXT, 2, "Three")
+
+
+def test_directive_uses_the_heading_it_stands_under(monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = Path(readme_sections.README)
+    monkeypatch.setattr(readme_sections, "README", readme)
+    page = "# Page\n\n## Bulk\n\n<!-- readme: ## Bulk fetching, paging and incremental sync -->\n"
+    out = readme_sections.on_page_markdown(page)
+    assert "<!-- readme:" not in out
+    assert "\n### Incremental sync\n" in out
+
+
+def test_every_directive_of_the_site_names_a_readme_section() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    pages = list((ROOT / "docs").rglob("*.md"))
+    found = 0
+    for page in pages:
+        for match in readme_sections._DIRECTIVE.finditer(page.read_text(encoding="utf-8")):
+            found += 1
+            assert readme_sections.section(readme, len(match["hashes"]), match["title"]).strip()
+    assert found >= 10
+
+
+ROWS = [
+    {
+        "bench": "b",
+        "figure": "sdk / raw",
+        "value": 0.7,
+        "unit": "x",
+        "target": ">= 0.9",
+        "met": False,
+    },
+    {
+        "bench": "b",
+        "figure": "pydantic / raw",
+        "value": 0.2,
+        "unit": "x",
+        "target": None,
+        "met": None,
+    },
+    {"bench": "b", "figure": "raw time", "value": 3.5, "unit": "ms", "target": None, "met": None},
+]
+
+
+def test_chart_draws_ratio_bars_baseline_and_targets() -> None:
+    svg = bench_figures.chart("b", ROWS)
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+    assert svg.count("<rect") == 2  # the ms figure is a table row only
+    assert 'fill="#e65100"' in svg  # missed target
+    assert 'fill="#9e9e9e"' in svg  # a peer
+    assert "target &gt;= 0.9" in svg
+    assert "baseline 1.0" in svg
+
+
+def test_the_sdks_own_figures_are_blue_peers_grey() -> None:
+    assert bench_figures._colour("sdk / pydantic @1000") == "#3f51b5"
+    assert bench_figures._colour("added import time: svc_async / aiohttp") == "#3f51b5"
+    assert bench_figures._colour("pydantic / orjson @100") == "#9e9e9e"
+    assert bench_figures._colour("small c=1: httpx throughput / aiohttp") == "#9e9e9e"
+    assert bench_figures._colour("big c=1: structure alone time / aiohttp") == "#9e9e9e"
+
+
+def test_render_lists_every_figure_and_says_where_from() -> None:
+    out = bench_figures.render({"quick": True, "figures": ROWS}, "a test")
+    assert out.startswith("Figures from a test; a quick run")
+    assert "| raw time | 3.5 | ms |  |  |" in out
+    assert "| sdk / raw | 0.7 | x | >= 0.9 | **no** |" in out
+
+
+def test_fresh_results_win_over_the_snapshot(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(bench_figures, "RESULTS", tmp_path)
+    document, source = bench_figures.load()
+    assert "snapshot" in source and document["figures"]
+    (tmp_path / "decode.json").write_text(json.dumps({"summary": ROWS[:1]}))
+    document, source = bench_figures.load()
+    assert document == {"figures": [{**ROWS[0], "bench": "decode"}]}
+
+
+def test_the_committed_snapshot_has_figures_for_every_benchmark() -> None:
+    snapshot = json.loads((ROOT / "docs" / "figures" / "benchmarks.json").read_text())
+    benches = {row["bench"] for row in snapshot["figures"]}
+    scripts = {p.stem.removeprefix("bench_") for p in (ROOT / "benchmarks").glob("bench_*.py")}
+    assert benches <= scripts
+    assert len(benches) >= 5
+    assert all(re.match(r"^[a-z]+$", b) for b in benches)
