@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
-from multidict import CIMultiDict, CIMultiDictProxy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from svc_async import Client, _incremental
 from svc_async import models as m
