@@ -26,6 +26,7 @@ entry; decode-only cost of the splitter (and of ijson's yajl2_c, when installed)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import statistics
@@ -43,6 +44,7 @@ import orjson
 
 from svc_async import Client, _incremental
 from svc_async.models import Entry
+from svc_async.resources.entries import Entries
 
 TOKEN = "bench-token"
 SEASON = "/api/public/v1/season/{id}/entries"
@@ -163,10 +165,18 @@ class Ticker:
 
 
 def set_mode(mode: str) -> None:
-    """``before``: the incremental path off (today's one-shot path); ``after``: on."""
-    _incremental.STREAM_THRESHOLD = sys.maxsize if mode == "before" else THRESHOLD
+    """``before``: no stream decoder (main's one-shot path, ``transport.send``); ``after``: on."""
+    if mode == "before":
+        Entries._decoder = _no_decoder  # type: ignore[assignment,method-assign]
+    else:
+        Entries._decoder = _DECODER  # type: ignore[method-assign]
 
 
+def _no_decoder(self: Entries) -> contextlib.nullcontext[None]:
+    return contextlib.nullcontext(None)
+
+
+_DECODER = Entries._decoder
 THRESHOLD = _incremental.STREAM_THRESHOLD
 
 
