@@ -329,7 +329,7 @@ def _code_file(task: asyncio.Task[Any]) -> str:
     return "" if code is None else str(code.co_filename)
 
 
-async def test_calls_in_flight_on_one_loop_share_the_slice_budget() -> None:
+async def test_calls_in_flight_on_one_loop_share_the_threshold() -> None:
     headers = {"Content-Length": str(300 * 1024)}
     with StreamDecode(m.Entry, threshold=1 << 20, slice_bytes=256 * 1024) as alone:
         assert not alone.plan(headers)  # 300 KiB, alone: one-shot
@@ -340,7 +340,7 @@ async def test_calls_in_flight_on_one_loop_share_the_slice_budget() -> None:
         StreamDecode(m.Entry, threshold=1 << 20, slice_bytes=256 * 1024),
     ):
         assert first.plan(headers)  # four at once: from 256 KiB on
-        assert first.slice_bytes == _incremental.MIN_SLICE_BYTES
+        assert first.slice_bytes == 256 * 1024  # slices are not shrunk
     assert not _incremental._ACTIVE  # nothing left counted on the loop
     with StreamDecode(m.Entry) as other:
         assert other.plan({})  # no length: maybe large
