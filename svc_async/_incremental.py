@@ -14,8 +14,9 @@ starts at an element parses cleanly only if it ends at a real element end. When 
 guess is wrong (a ``{"`` inside a string, an element longer than the tail), an exact
 quote-aware scan of the slice decides. On 1,000 entries the whole split-and-decode takes
 0.9-1.0x one ``orjson.loads`` of the body in 1 MiB slices (0.7x in 256 KiB ones, which
-stay in cache); ijson's yajl2_c backend takes 4x (``benchmarks/bench_stall.py``). ``ArraySplitter`` is sans-I/O;
-``structure_chunks`` drives it from any async iterator of body chunks.
+stay in cache); ijson's yajl2_c backend takes 4x (``benchmarks/bench_stall.py``).
+``ArraySplitter`` is sans-I/O; ``structure_chunks`` drives it from any async iterator of
+body chunks; ``StreamDecode`` is the pipeline's ``stream_decode`` strategy for entries.
 """
 
 from __future__ import annotations
