@@ -30,6 +30,7 @@ from .errors import (
     TransportError,
     UnprocessableEntityError,
     ValidationIssue,
+    WebhookPayloadError,
     WebhookVerificationError,
     WrongEventLoopError,
 )
@@ -100,7 +101,7 @@ if TYPE_CHECKING:
     from .converter import to_dict
     from .polling import PollPolicy
     from .sync import EventCursor, SyncResult, SyncState
-    from .webhooks import JobStatusUpdate, WebhookPayloadError, WebhookReceiver
+    from .webhooks import JobStatusUpdate, WebhookReceiver
 
 _LAZY = {
     "to_dict": "converter",
@@ -110,7 +111,6 @@ _LAZY = {
     "SyncResult": "sync",
     "SyncState": "sync",
     "JobStatusUpdate": "webhooks",
-    "WebhookPayloadError": "webhooks",
     "WebhookReceiver": "webhooks",
 }
 

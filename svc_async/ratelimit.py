@@ -17,6 +17,7 @@ import random
 import time
 from collections.abc import Mapping
 
+from .errors import PacingExceedsDeadline
 from .models import RateLimit
 from .retry import parse_reset, parse_retry_after
 
@@ -48,14 +49,6 @@ def _int(value: str | None) -> int | None:
     except ValueError:
         return None
     return number if number >= 0 else None
-
-
-class PacingExceedsDeadline(Exception):
-    """The pacer would have to hold a call past its deadline; ``wait`` is what it needs."""
-
-    def __init__(self, wait: float) -> None:
-        super().__init__(wait)
-        self.wait = wait
 
 
 pacing_logger = logging.getLogger("svc_async.pacing")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 import attrs
 import orjson
 
-from .errors import ResponseDecodeError, SvcError, WebhookVerificationError
+from .errors import ResponseDecodeError, WebhookPayloadError, WebhookVerificationError
 from .models import Entry, JobStatus, OutputFile
 
 if TYPE_CHECKING:
@@ -66,10 +66,6 @@ MAX_BODY = 4 * 1024 * 1024
 update carries the whole Entry with its songs and licence data."""
 
 _JOB_STATUSES = {s.value: s for s in JobStatus}
-
-
-class WebhookPayloadError(SvcError, ValueError):
-    """A webhook body is not a valid delivery (bad JSON, missing or mistyped field)."""
 
 
 @attrs.frozen(slots=True, kw_only=True)
