@@ -91,6 +91,7 @@ from .transport import (
     Transport,
     json_response,
 )
+from .types import Progress, TimeoutArg
 
 # A library leaves output to the application: without this, Python's last-resort
 # handler would print the SDK's warnings to stderr of programs that configured nothing.
@@ -186,6 +187,7 @@ __all__ = [
     "Pacer",
     "PermissionDeniedError",
     "PollPolicy",
+    "Progress",
     "PublicDomainProof",
     "RateLimit",
     "RateLimitError",
@@ -210,6 +212,7 @@ __all__ = [
     "SyncResult",
     "SyncState",
     "Timeout",
+    "TimeoutArg",
     "Transport",
     "TransportError",
     "UnprocessableEntityError",

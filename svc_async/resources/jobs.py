@@ -9,7 +9,7 @@ import hashlib
 import logging
 import uuid
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -26,7 +26,8 @@ from ..models import (
 )
 from ..pagination import iter_counted
 from ..retry import RetryPolicy
-from ._base import Resource, TimeoutOpt
+from ..types import TimeoutArg
+from ._base import Resource
 
 if TYPE_CHECKING:  # the poller loads on first use, to keep `import svc_async` light
     from ..pipeline import Resolver
@@ -133,7 +134,7 @@ class Jobs(Resource):
         self,
         request: JobRequest,
         *,
-        timeout: TimeoutOpt = "default",
+        timeout: TimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
         creation_tag: bool | None = None,
         idempotency_key: str | None = None,
@@ -254,7 +255,11 @@ class Jobs(Resource):
         return min(page.jobs, key=lambda job: job.id) if page.jobs else None
 
     async def get(
-        self, job_id: int, *, timeout: TimeoutOpt = "default", retry: RetryPolicy | None = None
+        self,
+        job_id: int,
+        *,
+        timeout: TimeoutArg | Literal["default"] = "default",
+        retry: RetryPolicy | None = None,
     ) -> VerificationJob:
         """One job in full, with its recording and licence data once processed."""
         path = GET_PATH.format(id=v.positive_id(job_id, "job_id"))
@@ -269,7 +274,7 @@ class Jobs(Resource):
         org_id: int | None = None,
         limit: int = 25,
         offset: int = 0,
-        timeout: TimeoutOpt = "default",
+        timeout: TimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> JobSearchResults:
         """One page of jobs carrying ALL ``tags`` (none: every job); ``count`` is the total."""
