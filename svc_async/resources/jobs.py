@@ -8,6 +8,7 @@ import datetime as dt
 import hashlib
 import logging
 import uuid
+import warnings
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -115,6 +116,20 @@ def _search_statuses(value: Any, name: str = "statuses") -> builtins.list[str]:
                 f" statuses: {', '.join(allowed)}{hint}"
             )
     return [str(status) for status in items]
+
+
+def _organisation(organisation_id: Any, org_id: Any) -> int | None:
+    """The organisation a search is narrowed to, from its name or its deprecated one."""
+    if org_id is None:
+        return v.optional_id(organisation_id, "organisation_id")
+    warnings.warn(
+        "org_id= is deprecated; use organisation_id= (the name every other call uses)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if organisation_id is not None:
+        raise TypeError("got both organisation_id= and org_id=; pass only organisation_id=")
+    return v.positive_id(org_id, "org_id")
 
 
 def _search_tags(value: Any) -> builtins.list[str]:
@@ -271,21 +286,27 @@ class Jobs(Resource):
         *,
         tags: builtins.list[str] | tuple[str, ...] = (),
         statuses: builtins.list[str] | tuple[str, ...] = (),
+        organisation_id: int | None = None,
         org_id: int | None = None,
         limit: int = 25,
         offset: int = 0,
         timeout: TimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> JobSearchResults:
-        """One page of jobs carrying ALL ``tags`` (none: every job); ``count`` is the total."""
+        """One page of jobs carrying ALL ``tags`` (none: every job); ``count`` is the total.
+
+        ``organisation_id`` narrows the search to one organisation (``org_id`` is its
+        deprecated name).
+        """
+        organisation = _organisation(organisation_id, org_id)
         body: dict[str, Any] = {
             "tags": _search_tags(tags),
             "statuses": _search_statuses(statuses),
             "limit": v.count(limit, "limit", minimum=1, maximum=v.MAX_PAGE_SIZE),
             "offset": v.count(offset, "offset"),
         }
-        if org_id is not None:
-            body["orgId"] = v.positive_id(org_id, "org_id")
+        if organisation is not None:
+            body["orgId"] = organisation
         data = await self._send(
             "POST", SEARCH_PATH, body, idempotent=True, timeout=timeout, retry=retry
         )
@@ -296,6 +317,7 @@ class Jobs(Resource):
         *,
         tags: builtins.list[str] | tuple[str, ...] = (),
         statuses: builtins.list[str] | tuple[str, ...] = (),
+        organisation_id: int | None = None,
         org_id: int | None = None,
         page_size: int = 25,
         concurrency: int = 4,
@@ -309,16 +331,21 @@ class Jobs(Resource):
         ``count`` says more exist, and when fewer jobs were seen than ``count`` the
         search is read once more from the start (see ``pagination.iter_counted``). Jobs
         present throughout are yielded exactly once; jobs added meanwhile at most once.
+        ``org_id`` is the deprecated name of ``organisation_id``.
         """
         tag_list = _search_tags(tags)
         status_list = _search_statuses(statuses)
-        v.optional_id(org_id, "org_id")
+        organisation = _organisation(organisation_id, org_id)
         size = v.count(page_size, "page_size", minimum=1, maximum=v.MAX_PAGE_SIZE)
         workers = v.count(concurrency, "concurrency", minimum=1, maximum=64)
 
         async def page(limit: int, offset: int) -> tuple[builtins.list[VerificationJob], int]:
             found = await self.search(
-                tags=tag_list, statuses=status_list, org_id=org_id, limit=limit, offset=offset
+                tags=tag_list,
+                statuses=status_list,
+                organisation_id=organisation,
+                limit=limit,
+                offset=offset,
             )
             return found.jobs, found.count
 
