@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # downloads and webhooks load on first use
     from .downloads import DownloadResult
     from .webhooks import WebhookReceiver
 
-logger = logging.getLogger("svc_async")
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Host = Literal["api", "account"]

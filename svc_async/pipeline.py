@@ -48,7 +48,7 @@ from .redact import redact_text, redact_url, redact_value
 from .retry import RetryBudget, RetryPolicy, server_wait
 from .transport import Request, Response, StreamingTransport, StreamResponse, Timeout, Transport
 
-logger = logging.getLogger("svc_async")
+logger = logging.getLogger(__name__)
 
 Decoder = Callable[[Response], Any]
 """Turn a complete 2xx ``Response`` into data (raise ``ResponseDecodeError`` if it can't)."""

@@ -90,3 +90,21 @@ async def test_org_id_beside_organisation_id_is_refused_before_sending() -> None
         pytest.raises(ValueError, match="org_id"),
     ):
         await _search_bodies(lambda svc: svc.jobs.search(org_id=-1))
+
+
+def test_every_sdk_logger_is_named_after_its_module() -> None:
+    named = []
+    for path in PACKAGE.rglob("*.py"):
+        if {"cli", "testing"} & set(path.relative_to(PACKAGE).parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "getLogger"
+            ):
+                arg = ast.unparse(node.args[0]) if node.args else ""
+                if arg != "__name__":
+                    named.append((str(path.relative_to(PACKAGE)), arg))
+    # The documented pacing channel is the one logger whose name is part of the API.
+    assert named == [("ratelimit.py", "'svc_async.pacing'")]

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the poller loads on first use, to keep `import svc_async` l
     from ..pipeline import Resolver
     from ..polling import JobIds, OnStatus, PollPolicy
 
-logger = logging.getLogger("svc_async")
+logger = logging.getLogger(__name__)
 
 CREATE_PATH = "/api/public/v1/verification-job"
 GET_PATH = "/api/public/v1/verification-job/{id}"
