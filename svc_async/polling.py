@@ -220,7 +220,7 @@ class PollPolicy:
 
     def is_finished(self, job: VerificationJob) -> bool:
         """Whether ``job`` is finished under this policy (status or an error message)."""
-        return str(job.status) in self.finished_statuses or bool(job.error_message)
+        return job.is_finished_under(self.finished_statuses)
 
 
 def _policy(policy: PollPolicy | None) -> PollPolicy:

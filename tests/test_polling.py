@@ -270,6 +270,21 @@ def test_finished_statuses_are_configurable() -> None:
     assert not policy.is_finished(make_job("Matched"))
 
 
+def test_the_policy_and_the_model_state_the_rule_once() -> None:
+    matched = make_job("Matched")
+    assert matched.is_finished_under({"Matched"}) is PollPolicy(
+        finished_statuses={"Matched"}
+    ).is_finished(matched)
+    assert matched.is_finished_under({"Matched"}) and not matched.is_finished
+    assert make_job("Created", "boom").is_finished_under({"Matched"})  # an error ends it
+    # The policy's rule is the model's: the rule's text lives only in models.py.
+    import inspect
+
+    import svc_async.polling as polling
+
+    assert "error_message" not in inspect.getsource(polling.PollPolicy.is_finished)
+
+
 # ------------------------------------------------------------------ wait
 
 
