@@ -486,10 +486,10 @@ async def test_watch_can_be_left_early_and_unsubscribes() -> None:
         stream = svc.jobs.watch(2, policy=FAST)
         async for job in stream:
             assert job.status == "Created"
-            assert receiver._subscriptions
+            assert receiver.subscribed_jobs
             break
         await stream.aclose()
-    assert not receiver._subscriptions
+    assert not receiver.subscribed_jobs
 
 
 # ------------------------------------------------------------------ hybrid (webhooks)
@@ -511,7 +511,7 @@ async def test_webhook_wakes_wait_long_before_the_next_poll() -> None:
     assert job.status == "Completed"
     assert woke_after < 0.5
     assert timeline.gets == 2  # the first read, then one confirmation
-    assert not receiver._subscriptions
+    assert not receiver.subscribed_jobs
 
 
 async def test_test_deliveries_and_other_jobs_never_wake_a_waiter() -> None:
@@ -530,7 +530,7 @@ async def test_test_deliveries_and_other_jobs_never_wake_a_waiter() -> None:
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter
-    assert not receiver._subscriptions
+    assert not receiver.subscribed_jobs
 
 
 async def test_hybrid_wait_still_polls_when_no_webhook_comes() -> None:
@@ -672,7 +672,7 @@ async def test_wait_many_wakes_on_webhooks() -> None:
             receiver.dispatch(JobStatusUpdate(job_id=job_id, status="Completed"))
         done = await asyncio.wait_for(task, 2)
     assert sorted(done) == [1, 2, 3]
-    assert not receiver._subscriptions
+    assert not receiver.subscribed_jobs
 
 
 async def test_wait_many_searches_only_statuses_of_the_current_list() -> None:
