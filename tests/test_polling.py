@@ -180,9 +180,10 @@ def test_policy_validation(kwargs: dict[str, Any]) -> None:
 
 
 def test_policy_speaks_retry_policys_backoff_words() -> None:
-    shared = {"wait_initial", "wait_max", "wait_exp_base"}
+    shared = {"wait_initial", "wait_max", "wait_exp_base", "wait_jitter", "timeout"}
     assert shared <= {a.name for a in attrs.fields(RetryPolicy)}
-    assert shared | {"wait_jitter"} <= {a.name for a in attrs.fields(PollPolicy)}
+    assert shared <= {a.name for a in attrs.fields(PollPolicy)}
+    assert "jitter" not in {a.name for a in attrs.fields(RetryPolicy)}  # only a deprecated alias
 
 
 @pytest.mark.parametrize(
