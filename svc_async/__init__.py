@@ -30,6 +30,7 @@ from .errors import (
     TransportError,
     UnprocessableEntityError,
     ValidationIssue,
+    WebhookPayloadError,
     WebhookVerificationError,
     WrongEventLoopError,
 )
@@ -90,6 +91,7 @@ from .transport import (
     Transport,
     json_response,
 )
+from .types import Progress, TimeoutArg
 
 # A library leaves output to the application: without this, Python's last-resort
 # handler would print the SDK's warnings to stderr of programs that configured nothing.
@@ -100,7 +102,7 @@ if TYPE_CHECKING:
     from .converter import to_dict
     from .polling import PollPolicy
     from .sync import EventCursor, SyncResult, SyncState
-    from .webhooks import JobStatusUpdate, WebhookPayloadError, WebhookReceiver
+    from .webhooks import JobStatusUpdate, WebhookReceiver
 
 _LAZY = {
     "to_dict": "converter",
@@ -110,7 +112,6 @@ _LAZY = {
     "SyncResult": "sync",
     "SyncState": "sync",
     "JobStatusUpdate": "webhooks",
-    "WebhookPayloadError": "webhooks",
     "WebhookReceiver": "webhooks",
 }
 
@@ -186,6 +187,7 @@ __all__ = [
     "Pacer",
     "PermissionDeniedError",
     "PollPolicy",
+    "Progress",
     "PublicDomainProof",
     "RateLimit",
     "RateLimitError",
@@ -210,6 +212,7 @@ __all__ = [
     "SyncResult",
     "SyncState",
     "Timeout",
+    "TimeoutArg",
     "Transport",
     "TransportError",
     "UnprocessableEntityError",

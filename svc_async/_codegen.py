@@ -23,13 +23,7 @@ from typing import Any
 
 import attrs
 
-
-class LeafError(ValueError):
-    """A leaf value of the wrong type; ``where`` is a path suffix below the current key."""
-
-    def __init__(self, message: str, where: str = "") -> None:
-        super().__init__(message)
-        self.where = where
+from .errors import LeafError
 
 
 def describe(value: Any) -> str:

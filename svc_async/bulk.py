@@ -34,6 +34,7 @@ from . import _validate as v
 from .errors import ClientClosedError, SvcError, WrongEventLoopError
 from .models import Entry
 from .resources.entries import EVENT_PATH, SEASON_PATH, filter_body
+from .types import Progress
 
 R = TypeVar("R")
 
@@ -43,8 +44,6 @@ FetchPath = Callable[[str, "dict[str, Any] | None"], Awaitable["builtins.list[En
 Source = Literal["event", "season"]
 """What a batch's id names: an event or a season."""
 
-Progress = Callable[[int, int], object]
-"""``progress(done, total)``, called after each id finishes (may be sync or async)."""
 
 MAX_CONCURRENCY = 256
 """Largest ``concurrency`` accepted by the bulk calls."""
@@ -95,7 +94,7 @@ def unique_ids(ids: Any, name: str) -> list[int]:
     return builtins.list(seen)
 
 
-def check_progress(progress: Any) -> Progress | None:
+def check_progress(progress: Any) -> Progress | Callable[[int, int], object] | None:
     """None or a callable."""
     if progress is not None and not callable(progress):
         raise TypeError("progress must be a callable progress(done, total) or None")
@@ -159,7 +158,7 @@ async def batches(
     *,
     concurrency: int,
     raise_on_error: bool,
-    progress: Progress | None,
+    progress: Progress | Callable[[int, int], object] | None,
 ) -> AsyncGenerator[EntryBatch, None]:
     """``EntryBatch`` per id as each completes (arguments already validated).
 
@@ -204,7 +203,7 @@ def entry_batches(
     updated_after: dt.datetime | None = None,
     fields: Iterable[Mapping[str, Any]] | None = None,
     raise_on_error: bool = False,
-    progress: Progress | None = None,
+    progress: Progress | Callable[[int, int], object] | None = None,
 ) -> AsyncGenerator[EntryBatch, None]:
     """Validate everything now, then return the generator of batches for ``ids``."""
     name = "event_ids" if source == "event" else "season_ids"

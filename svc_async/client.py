@@ -36,16 +36,17 @@ from .resources.orgs import Orgs
 from .resources.seasons import Seasons
 from .retry import RetryBudget, RetryPolicy
 from .transport import AiohttpTransport, Response, Timeout, Transport
+from .types import Progress
+from .types import TimeoutArg as TimeoutArg  # the old home of the name still works
 
 if TYPE_CHECKING:  # downloads and webhooks load on first use
-    from .downloads import DownloadResult, Progress
+    from .downloads import DownloadResult
     from .webhooks import WebhookReceiver
 
-logger = logging.getLogger("svc_async")
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Host = Literal["api", "account"]
-TimeoutArg = float | Timeout | None
 
 _CLOSING = "svc_async client closed"
 _JSON_HEADERS = {"Content-Type": "application/json"}

@@ -24,14 +24,13 @@ from ._codegen import (
     NO_KEYS,
     Extra,
     Layout,
-    LeafError,
     describe,
     is_leaf,
     layout,
     leaf_hook,
     make_structure_fn,
 )
-from .errors import ResponseDecodeError
+from .errors import LeafError, ResponseDecodeError
 
 if TYPE_CHECKING:
     import cattrs

@@ -29,9 +29,7 @@ from .errors import (
 )
 from .redact import redact_url
 from .transport import Request, StreamingTransport, Timeout, Transport
-
-Progress = Callable[[int, int | None], "Awaitable[None] | None"]
-"""``progress(bytes_done, total_bytes_or_None)``, sync or async."""
+from .types import Progress as Progress  # the old home of the name still works
 
 CHUNK_SIZE = 256 * 1024
 MAX_REDIRECTS = 5

@@ -1,4 +1,41 @@
-"""The exception hierarchy: everything the SDK raises on purpose derives from SvcError."""
+"""Every exception of the SDK, and the tree they form.
+
+Everything the SDK raises on purpose derives from ``SvcError``, so ``except SvcError``
+catches the SDK's failures and nothing else. Some classes also derive from a builtin
+(shown in brackets) so that code written against the standard library still catches
+them. The tree (a class appears under each of its SDK parents)::
+
+    SvcError
+      ClientClosedError [RuntimeError]        used after aclose() or outside async with
+      WrongEventLoopError [RuntimeError]      used from another event loop
+      TransportError                          no complete HTTP response (maybe_sent)
+        ConnectError                          the request never left
+          ConnectTimeout                      opening the connection timed out
+        ConnectionLostError                   broke after the request may have been sent
+        RequestTimeout                        a connect, read or total timeout passed
+          ConnectTimeout
+        ResponseTooLargeError                 body over the configured maximum
+      APIError                                a non-2xx status (status, body, issues)
+        RedirectError                         3xx: API calls never follow redirects
+        BadRequestError                       400
+        AuthenticationError                   401
+        PermissionDeniedError                 403
+          SignedURLExpired                    403 from a storage host: link expired
+        NotFoundError                         404
+        ConflictError                         409
+        UnprocessableEntityError              422
+        RateLimitError                        429, or a wait longer than the policy allows
+        ServerError                           5xx
+      ResponseDecodeError                     a 2xx body that is not JSON or not the model
+      JobWaitTimeout [TimeoutError]           jobs.wait ran out of time (job = last seen)
+      AmbiguousCreateError                    unknown whether a create happened (tag)
+      WebhookVerificationError                a delivery without the shared secret
+      WebhookPayloadError [ValueError]        a delivery body that is not a valid payload
+
+Two package-internal signals live here too because they cross modules, and never reach
+the caller: ``PacingExceedsDeadline`` (the pacer to the pipeline) and ``LeafError`` (a
+leaf rule to the converter).
+"""
 
 from __future__ import annotations
 
@@ -232,6 +269,32 @@ class AmbiguousCreateError(SvcError):
 
 class WebhookVerificationError(SvcError):
     """A webhook delivery failed verification (wrong or missing shared secret)."""
+
+
+class WebhookPayloadError(SvcError, ValueError):
+    """A webhook body is not a valid delivery (bad JSON, missing or mistyped field)."""
+
+
+class PacingExceedsDeadline(Exception):
+    """The pacer would have to hold a call past its deadline; ``wait`` is what it needs.
+
+    Package-internal: the pipeline turns it into a ``RequestTimeout`` or ``RateLimitError``.
+    """
+
+    def __init__(self, wait: float) -> None:
+        super().__init__(wait)
+        self.wait = wait
+
+
+class LeafError(ValueError):
+    """A leaf value of the wrong type; ``where`` is a path suffix below the current key.
+
+    Package-internal: the converter turns it into a ``ResponseDecodeError`` with a path.
+    """
+
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
 
 
 def _issues_from_list(items: list[Any]) -> list[ValidationIssue]:

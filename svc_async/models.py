@@ -12,7 +12,7 @@ Every attrs class here is found by the converter; none needs registering.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -589,7 +589,15 @@ class VerificationJob:
 
         Finished: Processed, Submitted, Errored, or legacy Completed/Confirmed.
         """
-        return self.status in FINISHED_JOB_STATUSES or bool(self.error_message)
+        return self.is_finished_under(FINISHED_JOB_STATUSES)
+
+    def is_finished_under(self, statuses: Collection[str]) -> bool:
+        """The one statement of the rule: finished when the status is one of ``statuses``
+        or the service has set an error message (whatever the status says).
+
+        ``is_finished`` applies it to the default statuses, ``PollPolicy`` to its own.
+        """
+        return str(self.status) in statuses or bool(self.error_message)
 
     @property
     def user_tags(self) -> list[str]:

@@ -21,7 +21,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Itera
 from contextlib import aclosing
 from typing import Protocol, TypeVar
 
-logger = logging.getLogger("svc_async")
+logger = logging.getLogger(__name__)
 
 
 class _HasId(Protocol):

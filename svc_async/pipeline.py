@@ -33,6 +33,7 @@ import yarl
 from .errors import (
     APIError,
     ConnectError,
+    PacingExceedsDeadline,
     RateLimitError,
     RequestTimeout,
     ResponseDecodeError,
@@ -42,12 +43,12 @@ from .errors import (
     error_class_for,
 )
 from .models import RateLimit
-from .ratelimit import Pacer, PacingExceedsDeadline, parse_rate_limit
+from .ratelimit import Pacer, parse_rate_limit
 from .redact import redact_text, redact_url, redact_value
 from .retry import RetryBudget, RetryPolicy, server_wait
 from .transport import Request, Response, StreamingTransport, StreamResponse, Timeout, Transport
 
-logger = logging.getLogger("svc_async")
+logger = logging.getLogger(__name__)
 
 Decoder = Callable[[Response], Any]
 """Turn a complete 2xx ``Response`` into data (raise ``ResponseDecodeError`` if it can't)."""

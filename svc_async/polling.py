@@ -37,7 +37,7 @@ from .errors import (
     TransportError,
 )
 from .models import CURRENT_JOB_STATUSES, FINISHED_JOB_STATUSES, JobRequest, VerificationJob
-from .webhooks import WebhookReceiver, _Subscription
+from .webhooks import JobSubscription, WebhookReceiver
 
 if TYPE_CHECKING:
     from .resources.jobs import Jobs
@@ -220,7 +220,7 @@ class PollPolicy:
 
     def is_finished(self, job: VerificationJob) -> bool:
         """Whether ``job`` is finished under this policy (status or an error message)."""
-        return str(job.status) in self.finished_statuses or bool(job.error_message)
+        return job.is_finished_under(self.finished_statuses)
 
 
 def _policy(policy: PollPolicy | None) -> PollPolicy:
@@ -313,7 +313,7 @@ async def _changes(
     """Yield the first snapshot, each whose status changed, and the finished one; then end."""
     clock = _Clock(timeout)
     receiver = _receiver(jobs)
-    sub = receiver._subscribe(job_id) if receiver is not None else None
+    sub = receiver.subscribe(job_id) if receiver is not None else None
     factor = policy.webhook_factor if sub is not None else 1.0
     rng = random.Random()
     last: VerificationJob | None = None
@@ -345,7 +345,7 @@ async def _changes(
             job = None
     finally:
         if sub is not None and receiver is not None:
-            receiver._unsubscribe(sub)
+            receiver.unsubscribe(sub)
 
 
 def watch(
@@ -529,9 +529,9 @@ async def _many(
     state = _Many(jobs, ids, tag, policy)
     receiver = _receiver(jobs)
     wake = asyncio.Event()
-    subs: list[_Subscription] = []
+    subs: list[JobSubscription] = []
     if receiver is not None:
-        subs = [receiver._subscribe(job_id, wake) for job_id in ids]
+        subs = [receiver.subscribe(job_id, wake) for job_id in ids]
     factor = policy.webhook_factor if receiver is not None else 1.0
     rng = random.Random()
     tick = 0
@@ -582,7 +582,7 @@ async def _many(
     finally:
         if receiver is not None:
             for sub in subs:
-                receiver._unsubscribe(sub)
+                receiver.unsubscribe(sub)
 
 
 def _many_timeout(state: _Many, clock: _Clock) -> JobWaitTimeout:

@@ -17,6 +17,7 @@ import random
 import time
 from collections.abc import Mapping
 
+from .errors import PacingExceedsDeadline
 from .models import RateLimit
 from .retry import parse_reset, parse_retry_after
 
@@ -50,16 +51,11 @@ def _int(value: str | None) -> int | None:
     return number if number >= 0 else None
 
 
-class PacingExceedsDeadline(Exception):
-    """The pacer would have to hold a call past its deadline; ``wait`` is what it needs."""
-
-    def __init__(self, wait: float) -> None:
-        super().__init__(wait)
-        self.wait = wait
-
-
 pacing_logger = logging.getLogger("svc_async.pacing")
 """Logs one INFO line when pacing holds calls for more than ``HOLD_LOG_AFTER`` seconds.
+
+The one logger not named after its module: ``svc_async.pacing`` is a documented channel
+(README, "Rate-limit pacing") that applications attach to, so its name is part of the API.
 
 The record carries ``extra={"svc_hold_seconds": ..., "svc_hold_reason": ...}`` so a CLI
 can show it (attach a handler to this logger).

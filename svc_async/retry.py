@@ -1,7 +1,8 @@
 """RetryPolicy: what is retried, how long to wait, and the client-wide retry budget.
 
 The arithmetic here is pure (no sleeping, no I/O); the client's send pipeline applies it.
-Vocabulary after hynek's stamina: attempts, timeout, wait_initial, wait_max, jitter.
+Vocabulary after hynek's stamina, shared with ``PollPolicy``: attempts, timeout,
+wait_initial, wait_exp_base, wait_max, wait_jitter.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import email.utils
 import random
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 
 import attrs
@@ -51,26 +53,67 @@ def is_testing() -> bool:
     return _testing
 
 
-@attrs.frozen(slots=True, kw_only=True)
+def _jitter_renamed() -> str:
+    return (
+        "RetryPolicy(jitter=...) is deprecated; use wait_jitter= (1.0 for full jitter, "
+        "0.0 for none: the word PollPolicy uses)"
+    )
+
+
+@attrs.frozen(slots=True, kw_only=True, init=False)
 class RetryPolicy:
     """How a failed request is retried.
 
-    Backoff is exponential with full jitter: attempt ``n`` waits a random time in
-    ``[0, min(wait_max, wait_initial * wait_exp_base ** (n - 1))]``. ``timeout`` bounds
-    the whole call, retries and waits included. A server-directed wait (``Retry-After``,
-    or ``x-ratelimit-reset`` on 429) is honoured up to ``max_server_wait`` seconds; a
-    longer one is raised as ``RateLimitError`` instead of being slept through.
-    ``RetryPolicy(max_attempts=1)`` turns retries off.
+    Backoff is exponential: the ceiling after attempt ``n`` is ``min(wait_max,
+    wait_initial * wait_exp_base ** (n - 1))``, and ``wait_jitter`` is the fraction of
+    it drawn at random: the wait is uniform in ``[ceiling * (1 - wait_jitter),
+    ceiling]``, so the default 1.0 is full jitter and 0.0 waits exactly the ceiling.
+    ``timeout`` bounds the whole call, retries and waits included. A server-directed
+    wait (``Retry-After``, or ``x-ratelimit-reset`` on 429) is honoured up to
+    ``max_server_wait`` seconds; a longer one is raised as ``RateLimitError`` instead
+    of being slept through. ``RetryPolicy(max_attempts=1)`` turns retries off.
+
+    The old ``jitter=True/False`` still works, as argument and attribute, with a
+    ``DeprecationWarning``; it goes in the next release.
     """
 
     max_attempts: int = 4
     wait_initial: float = 0.5
     wait_max: float = 8.0
     wait_exp_base: float = 2.0
-    jitter: bool = True
+    wait_jitter: float = 1.0
     timeout: float | None = 120.0
     max_server_wait: float = 60.0
     statuses: frozenset[int] = RETRYABLE_STATUSES
+
+    def __init__(
+        self,
+        *,
+        max_attempts: int = 4,
+        wait_initial: float = 0.5,
+        wait_max: float = 8.0,
+        wait_exp_base: float = 2.0,
+        wait_jitter: float = 1.0,
+        timeout: float | None = 120.0,
+        max_server_wait: float = 60.0,
+        statuses: frozenset[int] = RETRYABLE_STATUSES,
+        jitter: bool | None = None,
+    ) -> None:
+        if jitter is not None:
+            warnings.warn(_jitter_renamed(), DeprecationWarning, stacklevel=2)
+            if wait_jitter != 1.0:
+                raise TypeError("RetryPolicy got both jitter= and wait_jitter=; pass wait_jitter=")
+            wait_jitter = 1.0 if jitter else 0.0
+        self.__attrs_init__(
+            max_attempts=max_attempts,
+            wait_initial=wait_initial,
+            wait_max=wait_max,
+            wait_exp_base=wait_exp_base,
+            wait_jitter=wait_jitter,
+            timeout=timeout,
+            max_server_wait=max_server_wait,
+            statuses=statuses,
+        )
 
     def __attrs_post_init__(self) -> None:
         if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
@@ -79,8 +122,16 @@ class RetryPolicy:
             raise ValueError("max_attempts must be at least 1")
         if self.wait_initial < 0 or self.wait_max < 0 or self.wait_exp_base < 1:
             raise ValueError("waits must be non-negative and wait_exp_base at least 1")
+        if isinstance(self.wait_jitter, bool) or not 0 <= self.wait_jitter <= 1:
+            raise ValueError(f"wait_jitter must be a fraction in [0, 1], got {self.wait_jitter!r}")
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError("timeout must be positive or None")
+
+    @property
+    def jitter(self) -> bool:
+        """Deprecated: whether any jitter is applied (use ``wait_jitter``)."""
+        warnings.warn(_jitter_renamed(), DeprecationWarning, stacklevel=2)
+        return self.wait_jitter > 0
 
     def ceiling(self, attempt: int) -> float:
         """The longest wait after failed attempt ``attempt`` (1-based): no jitter."""
@@ -91,9 +142,9 @@ class RetryPolicy:
     def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
         ceiling = self.ceiling(attempt)
-        if not self.jitter:
+        if not self.wait_jitter:
             return ceiling
-        return (rng or random).uniform(0.0, ceiling)
+        return (rng or random).uniform(ceiling * (1.0 - self.wait_jitter), ceiling)
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

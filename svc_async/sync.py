@@ -48,7 +48,7 @@ FetchEvent = Callable[
 ]
 """Fetch one event's entries updated after a time, with the answer's metadata."""
 
-logger = logging.getLogger("svc_async")
+logger = logging.getLogger(__name__)
 
 DEFAULT_MARGIN = dt.timedelta(minutes=2)
 """How far before the server's ``Date`` the next run starts looking."""

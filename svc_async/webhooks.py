@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 import attrs
 import orjson
 
-from .errors import ResponseDecodeError, SvcError, WebhookVerificationError
+from .errors import ResponseDecodeError, WebhookPayloadError, WebhookVerificationError
 from .models import Entry, JobStatus, OutputFile
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ __all__ = [
     "EntryCallback",
     "EntryUpdate",
     "JobStatusUpdate",
+    "JobSubscription",
     "OutputFileCallback",
     "OutputFileUpdate",
     "ReceiverStats",
@@ -66,10 +67,6 @@ MAX_BODY = 4 * 1024 * 1024
 update carries the whole Entry with its songs and licence data."""
 
 _JOB_STATUSES = {s.value: s for s in JobStatus}
-
-
-class WebhookPayloadError(SvcError, ValueError):
-    """A webhook body is not a valid delivery (bad JSON, missing or mistyped field)."""
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -354,8 +351,13 @@ class ReceiverStats:
 
 
 @attrs.define(eq=False)
-class _Subscription:
-    """One ``jobs.wait`` waiting for news of ``job_id``; ``event`` is set on delivery."""
+class JobSubscription:
+    """Interest in news of one job, from ``WebhookReceiver.subscribe``.
+
+    Each status update for ``job_id`` is stored in ``update`` and sets ``event``; the
+    subscriber clears them when it has looked. ``jobs.wait``, ``watch`` and
+    ``wait_many`` use this to wake early; an application may too.
+    """
 
     job_id: int
     event: asyncio.Event = attrs.Factory(asyncio.Event)
@@ -417,7 +419,7 @@ class WebhookReceiver:
         self._entry_callbacks: list[EntryCallback] = []
         self._output_callbacks: list[OutputFileCallback] = []
         self._tasks: set[asyncio.Task[None]] = set()
-        self._subscriptions: dict[int, set[_Subscription]] = {}
+        self._subscriptions: dict[int, set[JobSubscription]] = {}
         self._closed = False
         self.stats = ReceiverStats()
         """Counters of what the receiver did."""
@@ -589,18 +591,27 @@ class WebhookReceiver:
 
     # ------------------------------------------------------------ waiters (for jobs.wait)
 
-    def _subscribe(self, job_id: int, event: asyncio.Event | None = None) -> _Subscription:
-        """Register interest in ``job_id``; ``event`` (shared or new) is set on each update."""
-        sub = _Subscription(job_id) if event is None else _Subscription(job_id, event)
+    def subscribe(self, job_id: int, event: asyncio.Event | None = None) -> JobSubscription:
+        """Register interest in ``job_id``; ``event`` (shared or new) is set on each update.
+
+        Pair every call with ``unsubscribe`` (in a ``finally``), or the receiver keeps it.
+        """
+        sub = JobSubscription(job_id) if event is None else JobSubscription(job_id, event)
         self._subscriptions.setdefault(job_id, set()).add(sub)
         return sub
 
-    def _unsubscribe(self, sub: _Subscription) -> None:
+    def unsubscribe(self, sub: JobSubscription) -> None:
+        """Drop a subscription; dropping one twice is harmless."""
         subs = self._subscriptions.get(sub.job_id)
         if subs is not None:
             subs.discard(sub)
             if not subs:
                 del self._subscriptions[sub.job_id]
+
+    @property
+    def subscribed_jobs(self) -> frozenset[int]:
+        """The job ids someone is subscribed to now."""
+        return frozenset(self._subscriptions)
 
     # ------------------------------------------------------------ lifecycle
 

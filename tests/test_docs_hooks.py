@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ def _hook(name: str) -> ModuleType:
 
 readme_sections = _hook("readme_sections")
 bench_figures = _hook("bench_figures")
+architecture = _hook("architecture")
 
 TEXT = """\
 # Title
@@ -55,6 +57,17 @@ def test_the_title_section_is_the_introduction_only() -> None:
     assert readme_sections.section(TEXT, 1, "Title") == "Intro.\n"
 
 
+def test_an_intro_directive_stops_at_the_first_subheading() -> None:
+    assert readme_sections.section(TEXT, 2, "One", intro=True) == (
+        "Body one.\n```python\n# not a heading\n```\n"
+    )
+    out = readme_sections.on_page_markdown(
+        "# W\n\n<!-- readme-intro: ## Waiting for verdicts -->\n"
+    )
+    assert "<!-- readme" not in out and "PollPolicy" in out
+    assert "## Webhooks" not in out and "WebhookReceiver" not in out
+
+
 def test_a_missing_heading_fails_the_build() -> None:
     with pytest.raises(PluginError, match="0 '## Three'"):
         readme_sections.section(TEXT, 2, "Three")
@@ -78,6 +91,39 @@ def test_every_directive_of_the_site_names_a_readme_section() -> None:
             found += 1
             assert readme_sections.section(readme, len(match["hashes"]), match["title"]).strip()
     assert found >= 10
+
+
+def test_architecture_page_links_to_repository_files_become_text() -> None:
+    text = (
+        "[the pipeline](svc_async/pipeline.py), [`README.md`](README.md), "
+        "[aiohttp](https://docs.aiohttp.org), [below](#layers), ![x](img.png)"
+    )
+    assert architecture.unlink_repository_paths(text) == (
+        "the pipeline (`svc_async/pipeline.py`), `README.md`, "
+        "[aiohttp](https://docs.aiohttp.org), [below](#layers), ![x](img.png)"
+    )
+
+
+class _Config:
+    def __init__(self, nav: list[Any]) -> None:
+        self.nav = nav
+
+
+def test_architecture_page_is_in_the_nav_only_when_the_file_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nav: list[Any] = [{"Home": "index.md"}, {"Guides": ["guides/index.md"]}, {"API": []}]
+    monkeypatch.setattr(architecture, "SOURCE", tmp_path / "ARCHITECTURE.md")
+    config: Any = _Config(list(nav))
+    assert architecture.on_config(config).nav == nav
+    (tmp_path / "ARCHITECTURE.md").write_text("# Architecture\n", encoding="utf-8")
+    config = _Config(list(nav))
+    assert architecture.on_config(config).nav == [
+        *nav[:2],
+        {"Architecture": "architecture.md"},
+        nav[2],
+    ]
+    assert architecture.on_config(config).nav.count({"Architecture": "architecture.md"}) == 1
 
 
 ROWS = [

@@ -154,7 +154,7 @@ ENDPOINTS: list[tuple[str, Call, str, str, Any, Any, Callable[[Any], bool]]] = [
     ),
     (
         "job-search-defaults",
-        lambda s: s.jobs.search(org_id=7),
+        lambda s: s.jobs.search(organisation_id=7),
         "POST",
         f"{API}/api/public/v1/verification-job/search",
         {"tags": [], "statuses": [], "limit": 25, "offset": 0, "orgId": 7},

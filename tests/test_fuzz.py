@@ -161,7 +161,7 @@ ARG_CALLS: list[Callable[[Client, Any], Awaitable[Any]]] = [
     lambda s, a: s.jobs.search(tags=a),
     lambda s, a: s.jobs.search(statuses=a),
     lambda s, a: s.jobs.search(limit=a),
-    lambda s, a: s.jobs.search(org_id=a),
+    lambda s, a: s.jobs.search(organisation_id=a),
     lambda s, a: s.jobs.create(a),
 ]
 

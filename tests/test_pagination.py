@@ -118,7 +118,12 @@ async def test_iter_search_fetches_remaining_pages_concurrently_with_a_bound() -
 async def test_iter_search_sends_the_filters() -> None:
     service = SearchService([1, 2])
     async with _client(service.transport) as svc:
-        jobs = [j async for j in svc.jobs.iter_search(tags=["t1"], statuses=["Created"], org_id=9)]
+        jobs = [
+            j
+            async for j in svc.jobs.iter_search(
+                tags=["t1"], statuses=["Created"], organisation_id=9
+            )
+        ]
     assert [j.id for j in jobs] == [1, 2]
     body = service.transport.requests[0].json()
     assert body == {"tags": ["t1"], "statuses": ["Created"], "orgId": 9, "limit": 25, "offset": 0}
@@ -230,7 +235,7 @@ async def test_iter_search_early_exit_leaves_no_tasks() -> None:
         ({"tags": "abc"}, TypeError),
         ({"statuses": ["Completed"]}, ValueError),
         ({"statuses": [1]}, TypeError),
-        ({"org_id": 0}, ValueError),
+        ({"organisation_id": 0}, ValueError),
     ],
 )
 async def test_iter_search_checks_arguments_before_sending(

@@ -180,9 +180,10 @@ def test_policy_validation(kwargs: dict[str, Any]) -> None:
 
 
 def test_policy_speaks_retry_policys_backoff_words() -> None:
-    shared = {"wait_initial", "wait_max", "wait_exp_base"}
+    shared = {"wait_initial", "wait_max", "wait_exp_base", "wait_jitter", "timeout"}
     assert shared <= {a.name for a in attrs.fields(RetryPolicy)}
-    assert shared | {"wait_jitter"} <= {a.name for a in attrs.fields(PollPolicy)}
+    assert shared <= {a.name for a in attrs.fields(PollPolicy)}
+    assert "jitter" not in {a.name for a in attrs.fields(RetryPolicy)}  # only a deprecated alias
 
 
 @pytest.mark.parametrize(
@@ -268,6 +269,21 @@ def test_finished_statuses_are_configurable() -> None:
     assert policy.is_finished(make_job("Submitted"))
     assert not policy.is_finished(make_job("Processed"))
     assert not policy.is_finished(make_job("Matched"))
+
+
+def test_the_policy_and_the_model_state_the_rule_once() -> None:
+    matched = make_job("Matched")
+    assert matched.is_finished_under({"Matched"}) is PollPolicy(
+        finished_statuses={"Matched"}
+    ).is_finished(matched)
+    assert matched.is_finished_under({"Matched"}) and not matched.is_finished
+    assert make_job("Created", "boom").is_finished_under({"Matched"})  # an error ends it
+    # The policy's rule is the model's: the rule's text lives only in models.py.
+    import inspect
+
+    import svc_async.polling as polling
+
+    assert "error_message" not in inspect.getsource(polling.PollPolicy.is_finished)
 
 
 # ------------------------------------------------------------------ wait
@@ -471,10 +487,10 @@ async def test_watch_can_be_left_early_and_unsubscribes() -> None:
         stream = svc.jobs.watch(2, policy=FAST)
         async for job in stream:
             assert job.status == "Created"
-            assert receiver._subscriptions
+            assert receiver.subscribed_jobs
             break
         await stream.aclose()
-    assert not receiver._subscriptions
+    assert not receiver.subscribed_jobs
 
 
 # ------------------------------------------------------------------ hybrid (webhooks)
@@ -496,7 +512,7 @@ async def test_webhook_wakes_wait_long_before_the_next_poll() -> None:
     assert job.status == "Completed"
     assert woke_after < 0.5
     assert timeline.gets == 2  # the first read, then one confirmation
-    assert not receiver._subscriptions
+    assert not receiver.subscribed_jobs
 
 
 async def test_test_deliveries_and_other_jobs_never_wake_a_waiter() -> None:
@@ -515,7 +531,7 @@ async def test_test_deliveries_and_other_jobs_never_wake_a_waiter() -> None:
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter
-    assert not receiver._subscriptions
+    assert not receiver.subscribed_jobs
 
 
 async def test_hybrid_wait_still_polls_when_no_webhook_comes() -> None:
@@ -657,7 +673,7 @@ async def test_wait_many_wakes_on_webhooks() -> None:
             receiver.dispatch(JobStatusUpdate(job_id=job_id, status="Completed"))
         done = await asyncio.wait_for(task, 2)
     assert sorted(done) == [1, 2, 3]
-    assert not receiver._subscriptions
+    assert not receiver.subscribed_jobs
 
 
 async def test_wait_many_searches_only_statuses_of_the_current_list() -> None:

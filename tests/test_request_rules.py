@@ -483,7 +483,7 @@ SEARCH_ROWS: list[tuple[str, dict[str, Any], str, str]] = [
     ("limit-101", {"limit": 101}, "refused", "limit"),
     # SDK: a page of nothing is never what a caller means.
     ("limit-0", {"limit": 0}, "SDK", "limit"),
-    ("org", {"org_id": 7}, "ok", ""),
+    ("org", {"organisation_id": 7}, "ok", ""),
 ]
 
 
@@ -571,7 +571,11 @@ async def test_every_call_in_a_sweep_sends_only_what_the_service_accepts() -> No
         await svc.jobs.get(4)
         await svc.jobs.search()
         await svc.jobs.search(
-            tags=["a", "bb"], statuses=["Processed", "Errored"], org_id=2, limit=100, offset=300
+            tags=["a", "bb"],
+            statuses=["Processed", "Errored"],
+            organisation_id=2,
+            limit=100,
+            offset=300,
         )
         [job async for job in svc.jobs.iter_search(tags=["x"], statuses=[JobStatus.SUBMITTED])]
         await svc.events.list()

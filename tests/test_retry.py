@@ -9,6 +9,7 @@ import random
 import time
 from typing import Any
 
+import attrs
 import pytest
 
 from svc_async import (
@@ -165,8 +166,47 @@ def test_backoff_schedule_with_pinned_jitter() -> None:
     ceilings = [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
     assert got == [round(check.uniform(0, c), 6) for c in ceilings]
     assert all(0 <= g <= c for g, c in zip(got, ceilings, strict=True))
-    no_jitter = RetryPolicy(wait_initial=0.5, wait_max=8.0, jitter=False)
+    no_jitter = RetryPolicy(wait_initial=0.5, wait_max=8.0, wait_jitter=0.0)
     assert [no_jitter.backoff(n) for n in range(1, 7)] == ceilings
+
+
+def test_partial_jitter_draws_only_the_top_fraction_of_each_ceiling() -> None:
+    policy = RetryPolicy(wait_initial=1.0, wait_max=4.0, wait_jitter=0.25)
+    rng = random.Random(7)
+    for attempt, ceiling in [(1, 1.0), (2, 2.0), (3, 4.0), (9, 4.0)]:
+        draws = [policy.backoff(attempt, rng) for _ in range(200)]
+        assert min(draws) >= ceiling * 0.75
+        assert max(draws) <= ceiling
+        assert max(draws) - min(draws) > ceiling * 0.2  # it does vary
+
+
+def test_retry_and_poll_policies_speak_the_same_backoff_words() -> None:
+    from svc_async.polling import PollPolicy
+
+    words = {"wait_initial", "wait_exp_base", "wait_max", "wait_jitter", "timeout"}
+    assert words <= {f.name for f in attrs.fields(RetryPolicy)}
+    assert words <= {f.name for f in attrs.fields(PollPolicy)}
+
+
+@pytest.mark.parametrize(("old", "new"), [(True, 1.0), (False, 0.0)])
+def test_the_old_jitter_flag_still_works_with_a_deprecation_warning(old: bool, new: float) -> None:
+    with pytest.warns(DeprecationWarning, match="wait_jitter"):
+        policy = RetryPolicy(wait_initial=0.5, jitter=old)
+    assert policy.wait_jitter == new
+    assert policy == RetryPolicy(wait_initial=0.5, wait_jitter=new)
+    with pytest.warns(DeprecationWarning, match="wait_jitter"):
+        assert policy.jitter is old
+
+
+def test_jitter_and_wait_jitter_together_is_a_type_error() -> None:
+    with pytest.warns(DeprecationWarning, match="jitter"), pytest.raises(TypeError, match="both"):
+        RetryPolicy(jitter=False, wait_jitter=0.5)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, True])
+def test_wait_jitter_outside_zero_to_one_is_refused(bad: float) -> None:
+    with pytest.raises(ValueError, match="wait_jitter"):
+        RetryPolicy(wait_jitter=bad)
 
 
 @pytest.mark.parametrize(

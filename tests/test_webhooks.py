@@ -192,7 +192,7 @@ async def test_wrong_or_missing_secret_is_refused_and_not_dispatched(
     receiver = WebhookReceiver(SECRET)
     seen: list[JobStatusUpdate] = []
     receiver.on_status_update(seen.append)
-    waiter = receiver._subscribe(7)
+    waiter = receiver.subscribe(7)
     caplog.set_level(logging.DEBUG, logger="svc_async")
     async with serving(receiver) as url:
         assert await post(url, {"id": 7, "status": "Completed"}, params=params) == 401
@@ -239,7 +239,7 @@ async def test_test_deliveries_are_acknowledged_and_ignored() -> None:
     receiver = WebhookReceiver(SECRET)
     seen: list[JobStatusUpdate] = []
     receiver.on_status_update(seen.append)
-    waiter = receiver._subscribe(5)
+    waiter = receiver.subscribe(5)
     async with serving(receiver) as url:
         for job_id in (0, 5):
             payload = {"id": job_id, "status": "Completed", "isTest": True}
@@ -247,6 +247,27 @@ async def test_test_deliveries_are_acknowledged_and_ignored() -> None:
         await receiver.drain()
     assert seen == [] and not waiter.event.is_set()
     assert receiver.stats.tests == 2 and receiver.stats.dispatched == 0
+
+
+async def test_subscriptions_wake_on_their_job_only_and_end_on_unsubscribe() -> None:
+    receiver = WebhookReceiver(SECRET)
+    shared = asyncio.Event()
+    first, second = receiver.subscribe(8, shared), receiver.subscribe(9, shared)
+    other = receiver.subscribe(10)
+    assert receiver.subscribed_jobs == {8, 9, 10}
+    receiver.unsubscribe(second)
+    receiver.unsubscribe(second)  # twice is harmless
+    assert receiver.subscribed_jobs == {8, 10}
+    async with serving(receiver) as url:
+        for job_id in (8, 9):
+            payload = {"id": job_id, "status": "Processed"}
+            assert await post(url, payload, params={"key": SECRET}) == 204
+        await receiver.drain()
+    assert shared.is_set() and first.update is not None and first.update.job_id == 8
+    assert second.update is None and not other.event.is_set()
+    for sub in (first, other):
+        receiver.unsubscribe(sub)
+    assert receiver.subscribed_jobs == frozenset()
 
 
 async def test_duplicates_are_acknowledged_and_dropped() -> None:
@@ -493,7 +514,7 @@ async def test_each_kind_reaches_only_its_own_callbacks() -> None:
         await asyncio.sleep(0)
         outputs.append(update)
 
-    waiter = receiver._subscribe(12)
+    waiter = receiver.subscribe(12)
     async with serving(receiver) as url:
         for payload in ({"entry": ENTRY, "eventId": 18}, OUTPUT, {"id": 12, "status": "Processed"}):
             assert await post(url, payload, params={"key": SECRET}) == 204

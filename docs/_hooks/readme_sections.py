@@ -4,8 +4,10 @@ The README stays the one source of the prose and examples (its Python blocks are
 by ``tests/test_readme_blocks.py``); the site arranges its sections into pages. The
 directive is replaced by the section's body (up to the next heading of the same or a
 higher level; for the README's title, its introduction up to the first heading), its
-subheadings moved to sit under the page heading the directive stands under. A heading
-that is not in the README (or is there twice) fails the build.
+subheadings moved to sit under the page heading the directive stands under.
+``<!-- readme-intro: ## Heading -->`` takes only the section's introduction, up to its
+first subheading (whose own pages pull them in). A heading that is not in the README (or
+is there twice) fails the build.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from mkdocs.exceptions import PluginError
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 _DIRECTIVE = re.compile(
-    r"^<!-- readme: (?P<hashes>#{1,6}) (?P<title>.+?) -->[ \t]*$",
+    r"^<!-- readme(?P<intro>-intro)?: (?P<hashes>#{1,6}) (?P<title>.+?) -->[ \t]*$",
     re.MULTILINE,
 )
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -44,8 +46,11 @@ def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
     return found
 
 
-def section(text: str, level: int, title: str, *, under: int = 1) -> str:
-    """The body of README section ``title`` at ``level``, its subheadings below ``under``."""
+def section(text: str, level: int, title: str, *, under: int = 1, intro: bool = False) -> str:
+    """The body of README section ``title`` at ``level``, its subheadings below ``under``.
+
+    With ``intro``, only the text before its first subheading.
+    """
     lines = text.splitlines()
     heads = _headings(lines)
     matches = [i for i, (_, lvl, t) in enumerate(heads) if lvl == level and t == title]
@@ -55,7 +60,7 @@ def section(text: str, level: int, title: str, *, under: int = 1) -> str:
     start_index = matches[0]
     start = heads[start_index][0]
     end = len(lines)
-    stop = 6 if level == 1 else level  # the title's section: its introduction only
+    stop = 6 if level == 1 or intro else level  # the title's section: its introduction
     for line_no, lvl, _ in heads[start_index + 1 :]:
         if lvl <= stop:
             end = line_no
@@ -73,13 +78,15 @@ def section(text: str, level: int, title: str, *, under: int = 1) -> str:
 
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
     """Replace each directive with its README section."""
-    if "<!-- readme:" not in markdown:
+    if "<!-- readme" not in markdown:
         return markdown
     text = README.read_text(encoding="utf-8")
 
     def include(match: re.Match[str]) -> str:
         above = _headings(markdown[: match.start()].splitlines())
         under = above[-1][1] if above else 1
-        return section(text, len(match["hashes"]), match["title"], under=under)
+        return section(
+            text, len(match["hashes"]), match["title"], under=under, intro=bool(match["intro"])
+        )
 
     return _DIRECTIVE.sub(include, markdown)

@@ -204,7 +204,7 @@ async def jobs_search(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:
         found: list[VerificationJob] = []
         with ui.progress.progress("Searching jobs", None) as bar:
             async for job in svc.jobs.iter_search(
-                tags=args.tag, statuses=args.status, org_id=args.org, page_size=_MAX_PAGE
+                tags=args.tag, statuses=args.status, organisation_id=args.org, page_size=_MAX_PAGE
             ):
                 found.append(job)
                 bar.advance()
@@ -214,7 +214,7 @@ async def jobs_search(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:
             page = await svc.jobs.search(
                 tags=args.tag,
                 statuses=args.status,
-                org_id=args.org,
+                organisation_id=args.org,
                 limit=25 if args.limit is None else args.limit,
                 offset=args.offset or 0,
             )

@@ -5,15 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ..transport import Timeout
+from ..types import TimeoutArg
 
 if TYPE_CHECKING:
     from ..client import Client
     from ..pipeline import Resolver, StreamDecoder
     from ..retry import RetryPolicy
-
-TimeoutOpt = float | Timeout | None | Literal["default"]
-"""Per-call timeout: seconds, a Timeout, None for no limit, or the client's default."""
 
 
 class Send(Protocol):
@@ -31,7 +28,7 @@ class Send(Protocol):
         *,
         host: Literal["api", "account"] = "api",
         idempotent: bool,
-        timeout: TimeoutOpt = "default",
+        timeout: TimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
         resolve: Resolver | None = None,
         stream_decode: StreamDecoder | None = None,

@@ -5,19 +5,23 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .. import _validate as v
 from .._incremental import Sliced, StreamDecode
 from ..converter import format_timestamp, structure
 from ..models import Entry
 from ..retry import RetryPolicy
-from ._base import Resource, TimeoutOpt
+from ..types import TimeoutArg
+from ._base import Resource
 
 if TYPE_CHECKING:  # bulk and sync load on first use, to keep `import svc_async` light
-    from ..bulk import EntryBatch, Progress
+    from collections.abc import Callable
+
+    from ..bulk import EntryBatch
     from ..pipeline import ResponseMeta
     from ..sync import SyncResult, SyncState
+    from ..types import Progress
 
 EVENT_PATH = "/api/public/v1/event/{id}/entries"
 SEASON_PATH = "/api/public/v1/season/{id}/entries"
@@ -68,7 +72,7 @@ class Entries(Resource):
         *,
         updated_after: dt.datetime | None = None,
         fields: Iterable[Mapping[str, Any]] | None = None,
-        timeout: TimeoutOpt = "default",
+        timeout: TimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> builtins.list[Entry]:
         """Entries of one event; ``updated_after`` (aware datetime) keeps recent changes only."""
@@ -81,7 +85,7 @@ class Entries(Resource):
         *,
         updated_after: dt.datetime | None = None,
         fields: Iterable[Mapping[str, Any]] | None = None,
-        timeout: TimeoutOpt = "default",
+        timeout: TimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> builtins.list[Entry]:
         """Entries of one season; filters as for ``for_event``."""
@@ -92,7 +96,7 @@ class Entries(Resource):
         self,
         path: str,
         body: dict[str, Any] | None,
-        timeout: TimeoutOpt,
+        timeout: TimeoutArg | Literal["default"],
         retry: RetryPolicy | None,
     ) -> builtins.list[Entry]:
         with self._decoder() as decoder:
@@ -130,7 +134,7 @@ class Entries(Resource):
         updated_after: dt.datetime | None = None,
         fields: Iterable[Mapping[str, Any]] | None = None,
         raise_on_error: bool = False,
-        progress: Progress | None = None,
+        progress: Progress | Callable[[int, int], object] | None = None,
     ) -> AsyncGenerator[EntryBatch, None]:
         """Entries of many events, at most ``concurrency`` requests at a time.
 
@@ -163,7 +167,7 @@ class Entries(Resource):
         updated_after: dt.datetime | None = None,
         fields: Iterable[Mapping[str, Any]] | None = None,
         raise_on_error: bool = False,
-        progress: Progress | None = None,
+        progress: Progress | Callable[[int, int], object] | None = None,
     ) -> AsyncGenerator[EntryBatch, None]:
         """Entries of many seasons, as ``for_events`` (batches carry ``season_id``)."""
         from ..bulk import entry_batches

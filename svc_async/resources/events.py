@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 from .. import _validate as v
 from ..converter import structure
 from ..models import Event
 from ..pagination import iter_offset
 from ..retry import RetryPolicy
-from ._base import Resource, TimeoutOpt
+from ..types import TimeoutArg
+from ._base import Resource
 
 PATH = "/api/public/v1/event"
 
@@ -25,7 +26,7 @@ class Events(Resource):
         organisation_id: int | None = None,
         limit: int | None = None,
         offset: int | None = None,
-        timeout: TimeoutOpt = "default",
+        timeout: TimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> builtins.list[Event]:
         """One page of events (the service's default page is 25, its maximum 100)."""

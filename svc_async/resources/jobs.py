@@ -8,8 +8,9 @@ import datetime as dt
 import hashlib
 import logging
 import uuid
+import warnings
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -26,13 +27,14 @@ from ..models import (
 )
 from ..pagination import iter_counted
 from ..retry import RetryPolicy
-from ._base import Resource, TimeoutOpt
+from ..types import TimeoutArg
+from ._base import Resource
 
 if TYPE_CHECKING:  # the poller loads on first use, to keep `import svc_async` light
     from ..pipeline import Resolver
     from ..polling import JobIds, OnStatus, PollPolicy
 
-logger = logging.getLogger("svc_async")
+logger = logging.getLogger(__name__)
 
 CREATE_PATH = "/api/public/v1/verification-job"
 GET_PATH = "/api/public/v1/verification-job/{id}"
@@ -116,6 +118,20 @@ def _search_statuses(value: Any, name: str = "statuses") -> builtins.list[str]:
     return [str(status) for status in items]
 
 
+def _organisation(organisation_id: Any, org_id: Any) -> int | None:
+    """The organisation a search is narrowed to, from its name or its deprecated one."""
+    if org_id is None:
+        return v.optional_id(organisation_id, "organisation_id")
+    warnings.warn(
+        "org_id= is deprecated; use organisation_id= (the name every other call uses)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if organisation_id is not None:
+        raise TypeError("got both organisation_id= and org_id=; pass only organisation_id=")
+    return v.positive_id(org_id, "org_id")
+
+
 def _search_tags(value: Any) -> builtins.list[str]:
     """Search tags: at most 100 strings, of any length."""
     return v.tags(value, "tags", maximum=v.MAX_SEARCH_TAGS, lengths=None)
@@ -133,7 +149,7 @@ class Jobs(Resource):
         self,
         request: JobRequest,
         *,
-        timeout: TimeoutOpt = "default",
+        timeout: TimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
         creation_tag: bool | None = None,
         idempotency_key: str | None = None,
@@ -254,7 +270,11 @@ class Jobs(Resource):
         return min(page.jobs, key=lambda job: job.id) if page.jobs else None
 
     async def get(
-        self, job_id: int, *, timeout: TimeoutOpt = "default", retry: RetryPolicy | None = None
+        self,
+        job_id: int,
+        *,
+        timeout: TimeoutArg | Literal["default"] = "default",
+        retry: RetryPolicy | None = None,
     ) -> VerificationJob:
         """One job in full, with its recording and licence data once processed."""
         path = GET_PATH.format(id=v.positive_id(job_id, "job_id"))
@@ -266,21 +286,27 @@ class Jobs(Resource):
         *,
         tags: builtins.list[str] | tuple[str, ...] = (),
         statuses: builtins.list[str] | tuple[str, ...] = (),
+        organisation_id: int | None = None,
         org_id: int | None = None,
         limit: int = 25,
         offset: int = 0,
-        timeout: TimeoutOpt = "default",
+        timeout: TimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> JobSearchResults:
-        """One page of jobs carrying ALL ``tags`` (none: every job); ``count`` is the total."""
+        """One page of jobs carrying ALL ``tags`` (none: every job); ``count`` is the total.
+
+        ``organisation_id`` narrows the search to one organisation (``org_id`` is its
+        deprecated name).
+        """
+        organisation = _organisation(organisation_id, org_id)
         body: dict[str, Any] = {
             "tags": _search_tags(tags),
             "statuses": _search_statuses(statuses),
             "limit": v.count(limit, "limit", minimum=1, maximum=v.MAX_PAGE_SIZE),
             "offset": v.count(offset, "offset"),
         }
-        if org_id is not None:
-            body["orgId"] = v.positive_id(org_id, "org_id")
+        if organisation is not None:
+            body["orgId"] = organisation
         data = await self._send(
             "POST", SEARCH_PATH, body, idempotent=True, timeout=timeout, retry=retry
         )
@@ -291,6 +317,7 @@ class Jobs(Resource):
         *,
         tags: builtins.list[str] | tuple[str, ...] = (),
         statuses: builtins.list[str] | tuple[str, ...] = (),
+        organisation_id: int | None = None,
         org_id: int | None = None,
         page_size: int = 25,
         concurrency: int = 4,
@@ -304,16 +331,21 @@ class Jobs(Resource):
         ``count`` says more exist, and when fewer jobs were seen than ``count`` the
         search is read once more from the start (see ``pagination.iter_counted``). Jobs
         present throughout are yielded exactly once; jobs added meanwhile at most once.
+        ``org_id`` is the deprecated name of ``organisation_id``.
         """
         tag_list = _search_tags(tags)
         status_list = _search_statuses(statuses)
-        v.optional_id(org_id, "org_id")
+        organisation = _organisation(organisation_id, org_id)
         size = v.count(page_size, "page_size", minimum=1, maximum=v.MAX_PAGE_SIZE)
         workers = v.count(concurrency, "concurrency", minimum=1, maximum=64)
 
         async def page(limit: int, offset: int) -> tuple[builtins.list[VerificationJob], int]:
             found = await self.search(
-                tags=tag_list, statuses=status_list, org_id=org_id, limit=limit, offset=offset
+                tags=tag_list,
+                statuses=status_list,
+                organisation_id=organisation,
+                limit=limit,
+                offset=offset,
             )
             return found.jobs, found.count
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import builtins
+from typing import Literal
 
 from ..converter import structure
 from ..models import Organisation
 from ..retry import RetryPolicy
-from ._base import Resource, TimeoutOpt
+from ..types import TimeoutArg
+from ._base import Resource
 
 PATH = "/api/orgs/me"
 
@@ -16,7 +18,10 @@ class Orgs(Resource):
     """The organisations the account can access, including child organisations."""
 
     async def list(
-        self, *, timeout: TimeoutOpt = "default", retry: RetryPolicy | None = None
+        self,
+        *,
+        timeout: TimeoutArg | Literal["default"] = "default",
+        retry: RetryPolicy | None = None,
     ) -> builtins.list[Organisation]:
         """Every organisation the account can access."""
         data = await self._send(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import builtins
+from typing import Literal
 
 from ..converter import structure
 from ..models import Season
 from ..retry import RetryPolicy
-from ._base import Resource, TimeoutOpt
+from ..types import TimeoutArg
+from ._base import Resource
 
 PATH = "/api/public/v1/season"
 
@@ -16,7 +18,10 @@ class Seasons(Resource):
     """All seasons the account can access, including child organisations' seasons."""
 
     async def list(
-        self, *, timeout: TimeoutOpt = "default", retry: RetryPolicy | None = None
+        self,
+        *,
+        timeout: TimeoutArg | Literal["default"] = "default",
+        retry: RetryPolicy | None = None,
     ) -> builtins.list[Season]:
         """Every season the account can access."""
         data = await self._send("GET", PATH, idempotent=True, timeout=timeout, retry=retry)

@@ -3,16 +3,22 @@
 ``FakeService`` implements the whole interface (auth, organisations, seasons, events,
 entries, verification jobs with background processing, webhooks, rate limits, signed
 file links) on plain JSON, independently of the SDK's models, so it can check the SDK
-end to end. Run it on a loopback port::
+end to end. Run it on a loopback port:
 
-    async with FakeService(seed=1).serve() as url:
-        async with Client(url, token=FakeService.DEFAULT_TOKEN) as svc: ...
+```python
+async with FakeService(seed=1) as fake, fake.serve() as url:
+    async with Client(url, token=FakeService.DEFAULT_TOKEN) as svc:
+        ...
+```
 
-or in-process, without sockets::
+or in-process, without sockets:
 
-    fake = FakeService()
-    async with Client("http://fake.invalid", token=fake.DEFAULT_TOKEN,
-                      transport=fake.transport()) as svc: ...
+```python
+fake = FakeService()
+async with Client("http://fake.invalid", token=fake.DEFAULT_TOKEN,
+                  transport=fake.transport()) as svc:
+    ...
+```
 
 Time is on ``fake.clock`` (wall time plus ``advance``; ``FakeClock(start=...)`` freezes
 it), faults come from ``FaultConfig``, and everything received is in ``fake.requests``.

@@ -1,0 +1,178 @@
+"""The import rules of ARCHITECTURE.md, checked: data flows one way and rooms keep to themselves.
+
+Imports are read from the source (at any depth, so lazy imports count); those under
+``if TYPE_CHECKING:`` are type-only and never run, so they are allowed to point upwards.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import svc_async
+
+PACKAGE = Path(svc_async.__file__).resolve().parent
+ROOT = PACKAGE.parent
+
+
+def _module(path: Path) -> tuple[str, str]:
+    """(module name without the ``svc_async.`` prefix, its package for relative imports)."""
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+        return ".".join(parts), ".".join(["svc_async", *parts])
+    return ".".join(parts), ".".join(["svc_async", *parts[:-1]])
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(path: Path, package: str, *, runtime_only: bool) -> set[str]:
+    """The svc_async modules ``path`` imports (names without the ``svc_async.`` prefix)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and runtime_only and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                stem = ".".join(base + ([node.module] if node.module else []))
+            else:
+                stem = node.module or ""
+            if stem == "svc_async" or stem.startswith("svc_async."):
+                # `from . import _validate` imports a module; `from .x import y` module x
+                for alias in node.names:
+                    full = f"{stem}.{alias.name}"
+                    found.add(full if _exists(full) else stem)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("svc_async"))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    return {name.removeprefix("svc_async").removeprefix(".") for name in found} - {""}
+
+
+def _exists(dotted: str) -> bool:
+    rel = Path(*dotted.split(".")[1:])
+    return (PACKAGE / rel).with_suffix(".py").is_file() or (PACKAGE / rel).is_dir()
+
+
+def _sdk_files() -> dict[str, Path]:
+    files = {}
+    for path in PACKAGE.rglob("*.py"):
+        name, _ = _module(path)
+        if name.split(".")[0] not in ("cli", "testing", "__main__"):
+            files[name] = path
+    return files
+
+
+def _deps(name: str, *, runtime_only: bool = True) -> set[str]:
+    path = _sdk_files()[name]
+    return _imports(path, _module(path)[1], runtime_only=runtime_only) - {name}
+
+
+# Each lower room and exactly what it may import from the SDK at run time.
+ALLOWED = {
+    "_version": set(),
+    "_validate": set(),
+    "redact": set(),
+    "retry": set(),
+    "pagination": set(),
+    "errors": set(),  # models and transport only under TYPE_CHECKING
+    "_codegen": {"errors"},
+    "models": {"_codegen"},  # the NO_EXTRA sentinel; nothing else
+    "converter": {"models", "_codegen", "errors"},
+    "_incremental": {"converter", "errors", "redact", "pipeline", "transport"},
+    "transport": {"errors", "redact"},
+    "types": {"transport"},
+    "auth": {"errors"},
+    "ratelimit": {"errors", "models", "retry"},
+    "pipeline": {"errors", "models", "ratelimit", "redact", "retry", "transport"},
+    "invites": {"_validate"},
+    "downloads": {"errors", "redact", "transport", "types"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALLOWED))
+def test_each_lower_room_imports_only_what_it_may(name: str) -> None:
+    assert _deps(name) <= ALLOWED[name]
+
+
+def test_the_table_covers_rooms_that_exist() -> None:
+    assert set(ALLOWED) <= set(_sdk_files())
+
+
+def test_the_sdk_never_imports_the_command_line_or_the_fake() -> None:
+    for name in _sdk_files():
+        deps = _deps(name, runtime_only=False)
+        assert not {d for d in deps if d.split(".")[0] in ("cli", "testing")}, name
+
+
+def test_nothing_below_the_client_imports_it() -> None:
+    below = ["pipeline", "transport", "converter", "models", "errors", "retry", "ratelimit"]
+    for name in below:
+        assert "client" not in _deps(name, runtime_only=False), name
+        assert not {d for d in _deps(name) if d.startswith("resources")}, name
+
+
+def test_the_resources_send_through_the_pipeline_not_the_transport() -> None:
+    for name in _sdk_files():
+        if name.startswith("resources"):
+            assert "transport" not in _deps(name), name
+            assert "client" not in _deps(name), name
+
+
+# Reaching into another object's private attribute, allowed only where listed (and why).
+PRIVATE_ALLOWED = {
+    ("auth", "auth._headers"),  # BearerAuth/HeaderAuth are defined in auth.py itself
+    ("client", "view._timeout"),  # with_options: a Client setting up another Client
+    ("client", "view._retry"),
+    ("client", "view._resources"),
+    ("client", "sys._getframe"),  # where the client was opened, for the unclosed warning
+    ("invites", "parts._replace"),  # namedtuple's public API
+    ("transport", "transport._sock"),  # aiohttp internals for a prompt close
+    ("transport", "session._connector"),
+    ("transport", "connector._closed"),
+}
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    found = set()
+    for name, path in _sdk_files().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    private = alias.name.startswith("_") and not alias.name.startswith("__")
+                    # a private *module* (_validate, _codegen) is the package's own
+                    if private and not _exists(f"svc_async.{node.module or ''}.{alias.name}"):
+                        found.add((name, f"import {alias.name}"))
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                found.add((name, ast.unparse(node)))
+    assert found <= PRIVATE_ALLOWED
+
+
+def test_architecture_md_names_every_room_and_the_readme_points_to_it() -> None:
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    for name in _sdk_files():
+        if name in ("", "resources") or name.endswith("__init__"):
+            continue
+        shown = name.replace(".", "/") + ".py"
+        assert f"`{shown}`" in text, shown
+    for sub in ("cli/", "testing/"):
+        assert f"`{sub}`" in text
+    assert "ARCHITECTURE.md" in (ROOT / "README.md").read_text()
