@@ -155,7 +155,7 @@ def test_every_published_example_comes_back_exactly(name: str, tp: Any) -> None:
 
 
 def test_examples_are_the_shared_copies() -> None:
-    shared = FIXTURES.parent.parent.parent.parent / "shared" / "real-examples"
+    shared = FIXTURES.parent.parent.parent / "shared" / "real-examples"
     if not shared.is_dir():
         pytest.skip("no shared examples directory on this machine")
     for path in shared.glob("*.json"):
