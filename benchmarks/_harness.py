@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -192,3 +193,30 @@ def write_result(name: str, data: Mapping[str, Any]) -> Path:
         print(summary_table(data["summary"]))
     print(f"written to {path}")
     return path
+
+
+class ServerProcess:
+    """A benchmark's server subprocess (``script --serve``), yielding its base URL.
+
+    The child prints its port on stdout and serves until its stdin closes.
+    """
+
+    def __init__(self, script: str) -> None:
+        self.script = script
+
+    def __enter__(self) -> str:
+        self.proc = subprocess.Popen(
+            [sys.executable, self.script, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert self.proc.stdout is not None
+        port = int(self.proc.stdout.readline())
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

@@ -107,27 +107,6 @@ async def _serve() -> None:
         await runner.cleanup()
 
 
-class Server:
-    """The server subprocess, as a context manager yielding its base URL."""
-
-    def __enter__(self) -> str:
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-        assert self.proc.stdout is not None
-        port = int(self.proc.stdout.readline())
-        return f"http://127.0.0.1:{port}"
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
 # ------------------------------------------------------------------ measuring
 
 
@@ -427,7 +406,7 @@ def main() -> None:
     """Run everything; write results/stall.json."""
     quick = h.is_quick()
     answers = bodies()
-    with Server() as base:
+    with h.ServerProcess(__file__) as base:
         loop = asyncio.new_event_loop()
         try:
             result_stalls = loop.run_until_complete(stalls(base, answers, quick))

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import cProfile
 import pstats
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -91,27 +90,6 @@ async def _serve() -> None:
         await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.read), SERVER_LIFETIME)
     finally:
         await runner.cleanup()
-
-
-class Server:
-    """The server subprocess, as a context manager yielding its base URL."""
-
-    def __enter__(self) -> str:
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-        assert self.proc.stdout is not None
-        port = int(self.proc.stdout.readline())
-        return f"http://127.0.0.1:{port}"
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 # ------------------------------------------------------------------ client side
@@ -332,7 +310,7 @@ def main() -> None:
     quick = h.is_quick()
     loop = asyncio.new_event_loop()
     try:
-        with Server() as base:
+        with h.ServerProcess(__file__) as base:
             clients = loop.run_until_complete(Clients(base).__aenter__())
             try:
                 rows, summary = measure(loop, clients, quick)

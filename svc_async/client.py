@@ -1,6 +1,6 @@
 """Client: configuration, lifecycle, the send pipeline and the resource sub-clients.
 
-Every call goes one way: a sub-client builds a path and a body, ``Client._call`` turns
+Every call goes one way: a sub-client builds a path and a body, ``Client._send`` turns
 them into a ``Request`` and runs the pipeline (auth -> pacing -> transport -> retry),
 and the decoded JSON goes back to the sub-client, which structures it into models.
 """
@@ -373,7 +373,7 @@ class Client:
         method = method.upper()
         if idempotent is None:
             idempotent = method in ("GET", "HEAD", "OPTIONS")
-        return await self._call(
+        return await self._send(
             method, path, json, host=host, idempotent=idempotent, timeout=timeout, retry=retry
         )
 
@@ -385,36 +385,12 @@ class Client:
         Safe to repeat (a repeated login only issues another token), so transport errors
         are retried within the call's deadline like any idempotent call.
         """
-        return await self._call(
+        return await self._send(
             "POST", path, body, host="account", idempotent=True, authenticate=False
         )
 
     def _secrets(self) -> tuple[str, ...]:
         return secrets_of(self._shared.auth)
-
-    async def _call(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        host: Host = "api",
-        idempotent: bool,
-        timeout: TimeoutArg | Literal["default"] = "default",
-        retry: RetryPolicy | None = None,
-        authenticate: bool = True,
-    ) -> Any:
-        """Send one logical call through the pipeline and return the decoded JSON."""
-        return await self._send(
-            method,
-            path,
-            body,
-            host=host,
-            idempotent=idempotent,
-            timeout=timeout,
-            retry=retry,
-            authenticate=authenticate,
-        )
 
     async def _send(
         self,
