@@ -19,6 +19,7 @@ information added, and prints the result's ``summary`` rows as a table.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import os
@@ -27,7 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -220,3 +221,19 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+async def run_calls(call: Callable[[], Awaitable[Any]], calls: int, concurrency: int) -> float:
+    """Make ``calls`` calls with ``concurrency`` workers; return seconds per call."""
+    left = calls
+
+    async def worker() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            await call()
+
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return (loop.time() - start) / calls

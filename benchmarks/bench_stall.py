@@ -270,24 +270,11 @@ async def throughput(base: str, quick: bool) -> dict[str, Any]:
         async def sdk() -> Any:
             return await svc.entries.for_event(THROUGHPUT_ENTRIES)
 
-        async def run(call: Callable[[], Awaitable[Any]]) -> float:
-            left = calls
-
-            async def worker() -> None:
-                nonlocal left
-                while left > 0:
-                    left -= 1
-                    await call()
-
-            start = time.perf_counter()
-            await asyncio.gather(*(worker() for _ in range(4)))
-            return (time.perf_counter() - start) / calls
-
         for round_no in range(repeats + 1):
             for name in times:
                 set_mode("before" if name == "before" else "after")
                 gc.collect()
-                seconds = await run(raw if name == "aiohttp" else sdk)
+                seconds = await h.run_calls(raw if name == "aiohttp" else sdk, calls, 4)
                 if round_no:
                     times[name].append(seconds)
     set_mode("after")

@@ -97,22 +97,6 @@ async def _serve() -> None:
 Call = Callable[[], Awaitable[Any]]
 
 
-async def run_calls(call: Call, calls: int, concurrency: int) -> float:
-    """Make ``calls`` calls with ``concurrency`` workers; return seconds per call."""
-    left = calls
-
-    async def worker() -> None:
-        nonlocal left
-        while left > 0:
-            left -= 1
-            await call()
-
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return (loop.time() - start) / calls
-
-
 class Clients:
     """The long-lived clients of every candidate, opened and closed together."""
 
@@ -166,7 +150,7 @@ class Clients:
 
 
 def _sampler(loop: asyncio.AbstractEventLoop, call: Call, calls: int, conc: int) -> h.Sample:
-    return lambda: loop.run_until_complete(run_calls(call, calls, conc))
+    return lambda: loop.run_until_complete(h.run_calls(call, calls, conc))
 
 
 def measure(
@@ -269,7 +253,7 @@ def profile(
     for name, call in calls_of.items():
         profiler = cProfile.Profile()
         profiler.enable()
-        loop.run_until_complete(run_calls(call, calls, 32))
+        loop.run_until_complete(h.run_calls(call, calls, 32))
         profiler.disable()
         stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
         by_package: dict[str, float] = {}

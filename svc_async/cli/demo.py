@@ -189,11 +189,10 @@ class Tour:
         self.ui.table(licence_summary(events, entries, failed))
 
     def _request(self, orgs: Sequence[Organisation]) -> JobRequest:
-        root = next((o for o in orgs if o.parent_id is None), orgs[0])
         return JobRequest(
             name="Manchester Mavericks - Senior Elite routine",
             email="producer@service.example",
-            organisation_id=root.id,
+            organisation_id=_root(orgs).id,
             audio_file_url=DEMO_AUDIO_URL,
             start_date=dt.date(2025, 3, 14),
             end_date=dt.date(2025, 3, 16),
@@ -210,11 +209,10 @@ class Tour:
         )
 
     def _vod_request(self, orgs: Sequence[Organisation]) -> JobRequest:
-        root = next((o for o in orgs if o.parent_id is None), orgs[0])
         return JobRequest(
             name="Manchester Mavericks - Senior Elite video",
             email="producer@service.example",
-            organisation_id=root.id,
+            organisation_id=_root(orgs).id,
             audio_file_url=DEMO_VIDEO_URL,
             start_date=dt.date(2025, 3, 14),
             end_date=dt.date(2025, 4, 14),
@@ -515,3 +513,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _root(orgs: Sequence[Organisation]) -> Organisation:
+    """The demo account's root organisation (the first one without a parent)."""
+    return next((o for o in orgs if o.parent_id is None), orgs[0])
