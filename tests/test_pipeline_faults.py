@@ -156,7 +156,7 @@ async def test_many_cut_off_creates_under_lag_are_each_a_job_or_ambiguous() -> N
         assert set(tags.values()) == {1}  # 0 duplicates
         assert all(
             not isinstance(r, BaseException) or isinstance(r, AmbiguousCreateError) for r in results
-        ), results
+        ), [repr(r) for r in results if isinstance(r, BaseException)]
         assert len(created) == 40
 
 
