@@ -14,7 +14,7 @@ import random
 import sys
 import traceback
 import warnings
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Coroutine, Mapping
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar
 
@@ -183,6 +183,8 @@ class Client:
             pacer=pacer,
             budget=shared.budget,
             rng=shared.rng,
+            active=shared.active,
+            closed=lambda: shared.closed,
         )
         self._origin = _origin_of(sys._getframe(1))
         self._timeout = _timeout(timeout)
@@ -392,7 +394,7 @@ class Client:
     def _secrets(self) -> tuple[str, ...]:
         return secrets_of(self._shared.auth)
 
-    async def _send(
+    def _send(
         self,
         method: str,
         path: str,
@@ -407,14 +409,18 @@ class Client:
         decode: Decoder | None = None,
         stream_decode: StreamDecoder | None = None,
         reply: bool = False,
-    ) -> Any:
-        """Send one logical call through the pipeline.
+    ) -> Coroutine[Any, Any, Any]:
+        """Send one logical call through the pipeline (await the result).
 
-        Returns the decoded data, or with ``reply=True`` the ``Reply`` (data and response
+        Gives the decoded data, or with ``reply=True`` the ``Reply`` (data and response
         metadata). ``decode`` replaces the JSON decoder for a 2xx body; ``stream_decode``
-        receives the 2xx response streamed, its body unread (see ``pipeline``).
+        receives the 2xx response streamed, its body unread (see ``pipeline``). Not a
+        coroutine itself: the pipeline's ``run`` is awaited directly, one layer less on
+        every call.
         """
-        self._check_usable()
+        shared = self._shared
+        if shared.closed or shared.loop is not asyncio.get_running_loop():
+            self._check_usable()
         call = Call(
             method=method,
             url=self._url((self._account if host == "account" else self._base) + path),
@@ -426,30 +432,9 @@ class Client:
             decode=decode,
             stream_decode=stream_decode,
             resolve=resolve,
+            reply=reply,
         )
-        shared = self._shared
-        task = asyncio.current_task()
-        if task is None:
-            result = await run(shared.env, call)
-            return result if reply else result.data
-        active = shared.active
-        active[task] = active.get(task, 0) + 1
-        try:
-            result = await run(shared.env, call)
-            return result if reply else result.data
-        except asyncio.CancelledError:
-            if shared.closed and task.cancelling():
-                task.uncancel()
-                raise ClientClosedError(
-                    f"{method} {path} was cancelled because the client was closed"
-                ) from None
-            raise
-        finally:
-            left = active[task] - 1
-            if left:
-                active[task] = left
-            else:
-                del active[task]
+        return run(shared.env, call)
 
     async def _tracked(self, work: Awaitable[T], what: str) -> T:
         """Await ``work`` as a task of this client: ``aclose()`` ends it with ClientClosedError.

@@ -32,6 +32,7 @@ import yarl
 
 from .errors import (
     APIError,
+    ClientClosedError,
     ConnectError,
     PacingExceedsDeadline,
     RateLimitError,
@@ -233,9 +234,13 @@ class Reply:
         return self._meta
 
 
-@attrs.frozen(slots=True, kw_only=True)
+@attrs.define(slots=True, kw_only=True)
 class Call:
-    """Everything one logical call needs; built by the client from a resource's request."""
+    """Everything one logical call needs; built by the client from a resource's request.
+
+    Not frozen: one is built per call, and a frozen class pays a setattr call per field.
+    Nothing changes a ``Call`` once built.
+    """
 
     method: str
     url: yarl.URL
@@ -247,6 +252,8 @@ class Call:
     decode: Decoder | None = None
     stream_decode: StreamDecoder | None = None
     resolve: Resolver | None = None
+    reply: bool = False
+    """Return the ``Reply`` (data and response metadata) rather than the data alone."""
 
 
 @attrs.define(slots=True, kw_only=True)
@@ -263,6 +270,10 @@ class Env:
     pacer: Pacer | None
     budget: RetryBudget
     rng: random.Random
+    active: dict[asyncio.Task[Any], int] = attrs.field(factory=dict)
+    """The tasks running calls (a count per task: calls nest), for ``closed`` to end."""
+    closed: Callable[[], bool] = lambda: False
+    """Whether the client was closed: a call cancelled then raises ClientClosedError."""
 
 
 def decode_json(response: Response) -> Any:
@@ -342,120 +353,181 @@ async def _send_streamed(
 _NO_DATA = object()
 
 
-async def run(env: Env, call: Call) -> Reply:
-    """Carry ``call`` out: every step, waits included, under ``call.policy.timeout``."""
+async def run(env: Env, call: Call) -> Any:
+    """Carry ``call`` out: every step, waits included, under ``call.policy.timeout``.
+
+    Returns the decoded data (the ``Reply`` when ``call.reply``). The calling task is
+    counted in ``env.active`` meanwhile; cancelled because the client closed, the call
+    raises ``ClientClosedError``.
+    """
     loop = asyncio.get_running_loop()
-    policy = call.policy
-    deadline = None if policy.timeout is None else loop.time() + policy.timeout
-    has_body = call.content is not None
-    attempt = 0
-    renewed = False
-    while True:
-        attempt += 1
-        if not call.authenticate:
-            auth = None
-        elif env.static_auth is not None:
-            auth = env.static_auth
-        else:
-            auth = await env.auth_headers()
-        headers = env.headers(auth, has_body)
-        if env.pacer is not None:
-            try:
-                await env.pacer.acquire(deadline, loop)
-            except PacingExceedsDeadline as exc:
-                error = RateLimitError(429, method=call.method, url=redact_url(call.url))
-                error.retry_after = exc.wait
-                error.args = (
-                    f"rate limit budget spent for {call.method} {redact_url(call.url)}:"
-                    f" the next window opens in {exc.wait:.1f}s, beyond the call's deadline",
-                )
-                raise error from None
-        now = loop.time()
-        request = Request(
-            call.method, call.url, headers, call.content, _bounded(call.timeout, deadline, now)
-        )
-        response: Response | None = None
-        failure: SvcError | None = None
-        data: Any = _NO_DATA
-        try:
-            if call.stream_decode is not None and isinstance(env.transport, StreamingTransport):
-                response, data = await _send_streamed(env.transport, request, call.stream_decode)
+    task = asyncio.current_task(loop)
+    active = env.active
+    if task is not None:
+        active[task] = active.get(task, 0) + 1
+    try:
+        policy = call.policy
+        deadline = None if policy.timeout is None else loop.time() + policy.timeout
+        has_body = call.content is not None
+        attempt = 0
+        renewed = False
+        while True:
+            attempt += 1
+            if not call.authenticate:
+                auth = None
+            elif env.static_auth is not None:
+                auth = env.static_auth
             else:
-                response = await env.transport.send(request)
-        except TransportError as exc:
-            failure = exc
-        except ResponseDecodeError as exc:
-            failure = exc
-        finally:
-            env.observe(response)
-        status = None if response is None else response.status
-        if response is not None:
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug("%s %s -> %d", call.method, redact_url(call.url), status)
-            if status is not None and 200 <= status < 300:
-                if data is _NO_DATA:
+                auth = await env.auth_headers()
+            headers = env.headers(auth, has_body)
+            if env.pacer is not None:
+                await _pace(env.pacer, call, deadline, loop)
+            now = loop.time()
+            timeout = call.timeout
+            if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
+                timeout = _bounded(timeout, deadline, now)
+            request = Request(call.method, call.url, headers, call.content, timeout)
+            response: Response | None = None
+            failure: SvcError | None = None
+            data: Any = _NO_DATA
+            try:
+                if call.stream_decode is not None and isinstance(env.transport, StreamingTransport):
+                    response, data = await _send_streamed(
+                        env.transport, request, call.stream_decode
+                    )
+                else:
+                    response = await env.transport.send(request)
+            except (TransportError, ResponseDecodeError) as exc:
+                failure = exc
+            finally:
+                env.observe(response)
+            if response is not None and 200 <= response.status < 300:
+                if logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
+                if data is _NO_DATA and failure is None:
                     try:
                         data = (call.decode or decode_json)(response)
                     except ResponseDecodeError as exc:
                         failure = exc
                 if failure is None:
                     env.budget.record_success()
-                    return Reply(data, response.status, response.headers)
+                    return Reply(data, response.status, response.headers) if call.reply else data
+            decision, failure = _after(env, call, attempt, renewed, response, failure, deadline)
+            action = decision.action
+            if action is Action.RENEW:
+                renewed = True
+                if await env.renew(headers):
+                    attempt -= 1
+                    continue
+                raise failure
+            if action is Action.RESOLVE:
+                assert call.resolve is not None
+                data = await call.resolve(failure, deadline)
+                return Reply(data) if call.reply else data
+            if action is Action.RAISE:
+                raise failure
+            await asyncio.sleep(_wait_before_retry(env, call, attempt, decision, failure, deadline))
+    except asyncio.CancelledError:
+        if task is not None and env.closed() and task.cancelling():
+            task.uncancel()
+            raise ClientClosedError(
+                f"{call.method} {call.url.path} was cancelled because the client was closed"
+            ) from None
+        raise
+    finally:
+        if task is not None:
+            left = active[task] - 1
+            if left:
+                active[task] = left
             else:
-                failure = api_error(response, call.method, call.url, env.secrets())
-        if isinstance(failure, ResponseDecodeError):
-            # A decoder quotes the body: hide whatever credentials the server echoed.
-            failure.args = (redact_text(str(failure), env.secrets()),)
-        outcome = outcome_of(status, failure, response.headers if response is not None else {})
-        decision = decide(
-            attempt=attempt,
-            outcome=outcome,
-            policy=policy,
-            idempotent=call.idempotent,
-            now=loop.time(),
-            deadline=deadline,
-            backoff=policy.backoff(attempt, env.rng),
-            budget_tokens=env.budget.tokens,
-            budget=env.budget,
-            can_renew=call.authenticate and not renewed,
-            can_resolve=call.resolve is not None,
+                del active[task]
+
+
+async def _pace(pacer: Pacer, call: Call, deadline: float | None, loop: Any) -> None:
+    """Wait for the pacer; a wait beyond the deadline raises RateLimitError at once."""
+    try:
+        await pacer.acquire(deadline, loop)
+    except PacingExceedsDeadline as exc:
+        error = RateLimitError(429, method=call.method, url=redact_url(call.url))
+        error.retry_after = exc.wait
+        error.args = (
+            f"rate limit budget spent for {call.method} {redact_url(call.url)}:"
+            f" the next window opens in {exc.wait:.1f}s, beyond the call's deadline",
         )
-        action = decision.action
-        assert failure is not None or action is Action.RENEW
-        if action is Action.RENEW:
-            renewed = True
-            if await env.renew(headers):
-                attempt -= 1
-                continue
-            assert failure is not None
-            raise failure
-        assert failure is not None
-        if action is Action.RESOLVE:
-            assert call.resolve is not None
-            return Reply(await call.resolve(failure, deadline))
-        if action is Action.RAISE:
-            if decision.rate_limited and response is not None:
-                raise api_error(response, call.method, call.url, env.secrets(), as_rate_limit=True)
-            if decision.reason == "retry budget exhausted":
-                logger.warning(
-                    "retry budget exhausted; not retrying %s %s",
-                    call.method,
-                    redact_url(call.url),
-                )
-            raise failure
-        if decision.spend and not env.budget.try_spend(timeout=isinstance(failure, RequestTimeout)):
-            raise failure
-        wait = decision.wait
-        if status == 429:
-            wait += env.rng.uniform(0.0, min(1.0, 0.1 + wait * 0.2))  # spread the wake-ups
-            if deadline is not None:
-                wait = min(wait, max(0.0, deadline - loop.time() - 0.01))
-        logger.info(
-            "retrying %s %s (attempt %d) after %s; waiting %.2fs",
-            call.method,
-            call.url.path,
-            attempt + 1,
-            decision.reason,
-            wait,
-        )
-        await asyncio.sleep(wait)
+        raise error from None
+
+
+def _after(
+    env: Env,
+    call: Call,
+    attempt: int,
+    renewed: bool,
+    response: Response | None,
+    failure: SvcError | None,
+    deadline: float | None,
+) -> tuple[Decision, SvcError]:
+    """Classify an attempt that did not return data and decide the next step.
+
+    Returns the decision with the error to raise if it comes to that (rate-limit and
+    decoder messages built here, with every secret redacted).
+    """
+    status = None if response is None else response.status
+    if response is not None:
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("%s %s -> %d", call.method, redact_url(call.url), status)
+        if not 200 <= response.status < 300:
+            failure = api_error(response, call.method, call.url, env.secrets())
+    if isinstance(failure, ResponseDecodeError):
+        # A decoder quotes the body: hide whatever credentials the server echoed.
+        failure.args = (redact_text(str(failure), env.secrets()),)
+    assert failure is not None
+    outcome = outcome_of(status, failure, response.headers if response is not None else {})
+    policy = call.policy
+    decision = decide(
+        attempt=attempt,
+        outcome=outcome,
+        policy=policy,
+        idempotent=call.idempotent,
+        now=asyncio.get_running_loop().time(),
+        deadline=deadline,
+        backoff=policy.backoff(attempt, env.rng),
+        budget_tokens=env.budget.tokens,
+        budget=env.budget,
+        can_renew=call.authenticate and not renewed,
+        can_resolve=call.resolve is not None,
+    )
+    if decision.action is Action.RAISE:
+        if decision.rate_limited and response is not None:
+            failure = api_error(response, call.method, call.url, env.secrets(), as_rate_limit=True)
+        elif decision.reason == "retry budget exhausted":
+            logger.warning(
+                "retry budget exhausted; not retrying %s %s", call.method, redact_url(call.url)
+            )
+    elif decision.spend and not env.budget.try_spend(timeout=isinstance(failure, RequestTimeout)):
+        decision = Decision(Action.RAISE, reason="retry budget exhausted")
+    return decision, failure
+
+
+def _wait_before_retry(
+    env: Env,
+    call: Call,
+    attempt: int,
+    decision: Decision,
+    failure: SvcError,
+    deadline: float | None,
+) -> float:
+    """How long to sleep before the next attempt (429 wake-ups spread); logs the retry."""
+    wait = decision.wait
+    if isinstance(failure, APIError) and failure.status == 429:
+        wait += env.rng.uniform(0.0, min(1.0, 0.1 + wait * 0.2))  # spread the wake-ups
+        if deadline is not None:
+            wait = min(wait, max(0.0, deadline - asyncio.get_running_loop().time() - 0.01))
+    logger.info(
+        "retrying %s %s (attempt %d) after %s; waiting %.2fs",
+        call.method,
+        call.url.path,
+        attempt + 1,
+        decision.reason,
+        wait,
+    )
+    return wait

@@ -34,7 +34,7 @@ DEFAULT_MAX_BODY = 256 * 1024 * 1024
 """Largest API response body accepted, after decompression (bytes)."""
 
 
-@attrs.frozen(slots=True, kw_only=True)
+@attrs.frozen(slots=True, kw_only=True, cache_hash=True)
 class Timeout:
     """Time limits for one HTTP exchange, in seconds (None: no limit).
 
