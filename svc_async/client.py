@@ -112,7 +112,7 @@ class _Shared:
         self.rng = rng
         self.rate_limit: RateLimit | None = None
         self.rate_headers: Mapping[str, str] | None = None
-        self.urls: dict[str, yarl.URL] = {}
+        self.urls: dict[tuple[str, str], yarl.URL] = {}
         self.headers: dict[bool, tuple[Mapping[str, str] | None, Mapping[str, str]]] = {}
         self.server_date: str | None = None
         self.closed = False
@@ -423,7 +423,7 @@ class Client:
             self._check_usable()
         call = Call(
             method=method,
-            url=self._url((self._account if host == "account" else self._base) + path),
+            url=self._url(host, path),
             content=None if body is None else orjson.dumps(body),
             idempotent=idempotent,
             timeout=self._timeout if timeout == "default" else _timeout(timeout),
@@ -482,14 +482,15 @@ class Client:
             shared.rate_headers = headers
         shared.server_date = headers.get("Date", shared.server_date)
 
-    def _url(self, text: str) -> yarl.URL:
-        """The URL for ``text``, parsed once: paths repeat, and parsing costs microseconds."""
+    def _url(self, host: Host, path: str) -> yarl.URL:
+        """The URL of ``path`` on ``host``, parsed once: paths repeat, parsing costs µs."""
         urls = self._shared.urls
-        url = urls.get(text)
+        url = urls.get((host, path))
         if url is None:
             if len(urls) >= 4096:
                 urls.clear()
-            url = urls[text] = yarl.URL(text)
+            base = self._account if host == "account" else self._base
+            url = urls[host, path] = yarl.URL(base + path)
         return url
 
     def _request_headers(

@@ -362,6 +362,11 @@ def structure(data: Any, tp: Any, *, status: int | None = None) -> Any:
     finally:
         if gc_was_on:
             gc.enable()
+    return _precisely(data, tp, status)
+
+
+def _precisely(data: Any, tp: Any, status: int | None) -> Any:
+    """Structure with the precise converter: the result, or the error with its JSON path."""
     try:
         result = _precise().structure(data, tp)
     except Exception as exc:
