@@ -18,6 +18,7 @@ from svc_async import (
     RequestTimeout,
     Response,
     RetryPolicy,
+    ServerError,
     json_response,
 )
 
@@ -121,6 +122,18 @@ async def test_503_before_processing_is_resent_without_search() -> None:
     assert service.creates == 2
     assert service.searches == 0
     assert len(service.jobs) == 1
+
+
+async def test_503_on_every_attempt_is_a_definite_refusal_not_ambiguous() -> None:
+    service = _Service(["503-before"] * 4)
+    async with _client(service) as svc:
+        with pytest.raises(ServerError) as info:
+            await svc.jobs.create(example_request())
+    assert not isinstance(info.value, AmbiguousCreateError)
+    assert info.value.status == 503
+    assert service.creates == POLICY.max_attempts  # then it stops: attempts spent
+    assert service.searches == 0  # nothing was processed, so nothing to look for
+    assert service.jobs == []
 
 
 async def test_validation_failure_is_never_retried() -> None:

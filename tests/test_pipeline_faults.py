@@ -19,6 +19,7 @@ from aiohttp import web
 
 from svc_async import (
     AmbiguousCreateError,
+    APIError,
     ApiKeyAuth,
     Client,
     ClientClosedError,
@@ -154,10 +155,16 @@ async def test_many_cut_off_creates_under_lag_are_each_a_job_or_ambiguous() -> N
         created = [v for k, v in fake.jobs.items() if k not in before]
         tags = Counter(t for job in created for t in job["tags"] if t.startswith("svc-async"))
         assert set(tags.values()) == {1}  # 0 duplicates
+        # A create answered 503 (before processing) on every attempt is a definite
+        # refusal: it made nothing and says so. Which create that is depends on the order
+        # the requests reach the seeded fault sequence, so a loaded machine meets it.
+        refused = [r for r in results if isinstance(r, APIError) and r.status == 503]
         assert all(
-            not isinstance(r, BaseException) or isinstance(r, AmbiguousCreateError) for r in results
+            not isinstance(r, BaseException) or isinstance(r, AmbiguousCreateError)
+            for r in results
+            if not any(r is x for x in refused)
         ), [repr(r) for r in results if isinstance(r, BaseException)]
-        assert len(created) == 40
+        assert len(created) == 40 - len(refused)  # every other create made exactly one job
 
 
 async def test_idempotency_key_repeat_returns_the_existing_job() -> None:
