@@ -11,8 +11,10 @@ A minimal aiohttp server runs in a separate process (this script with ``--serve`
 Candidates, each one long-lived client used at concurrency 1 and 32 for a fixed number
 of calls per sample: ``sdk`` (``rate_limit=False``), ``sdk+pacing`` (small body only),
 ``aiohttp`` (one shared ClientSession, same method, URL and headers, ``await resp.read()``
-+ ``orjson.loads``: the limit, ratio 1.0) and ``httpx`` (AsyncClient with the same pool
-size, ``orjson.loads(resp.content)``). For the big body the converter's structuring time
++ ``orjson.loads``: the limit, ratio 1.0), ``aiohttp+structure`` (small body only: the
+same, then the SDK's ``structure`` into a ``VerificationJob``; the ceiling of any typed
+client on aiohttp, since the baseline builds no model) and ``httpx`` (AsyncClient with
+the same pool size, ``orjson.loads(resp.content)``). For the big body the converter's structuring time
 is also measured alone (``structure`` on already-decoded JSON) in the same rounds.
 
     python benchmarks/bench_throughput.py [--quick]
@@ -37,7 +39,7 @@ import orjson
 from svc_async import Client
 from svc_async._version import __version__
 from svc_async.converter import structure
-from svc_async.models import Entry
+from svc_async.models import Entry, VerificationJob
 
 FIXTURE = (
     Path(__file__).resolve().parent.parent / "tests/fixtures/create-verification-job.response.json"
@@ -125,11 +127,16 @@ class Clients:
             async with self.session.get(url, headers=HEADERS) as resp:
                 return orjson.loads(await resp.read())
 
+        async def raw_typed() -> Any:
+            async with self.session.get(url, headers=HEADERS) as resp:
+                return structure(orjson.loads(await resp.read()), VerificationJob)
+
         async def via_httpx() -> Any:
             return orjson.loads((await self.httpx.get(url, headers=HEADERS)).content)
 
         return {
             "aiohttp": raw,
+            "aiohttp+structure": raw_typed,
             "sdk": lambda: self.sdk.jobs.get(4),
             "sdk+pacing": lambda: self.paced.jobs.get(4),
             "httpx": via_httpx,
@@ -194,6 +201,14 @@ def measure(
                 summary.append(
                     h.figure(f"{label}: {name} throughput / aiohttp", value, target=target, met=met)
                 )
+            typed = stats["aiohttp+structure"].median
+            row["sdk_vs_aiohttp_plus_structure"] = h.ratio(typed, stats["sdk"].median)
+            summary.append(
+                h.figure(
+                    f"{label}: sdk throughput / (aiohttp+structure)",
+                    row["sdk_vs_aiohttp_plus_structure"],
+                )
+            )
         else:
             alone = stats["structure alone"].median
             allowance = limit + alone
