@@ -202,12 +202,13 @@ class ServerProcess:
     The child prints its port on stdout and serves until its stdin closes.
     """
 
-    def __init__(self, script: str) -> None:
+    def __init__(self, script: str, flag: str = "--serve") -> None:
         self.script = script
+        self.flag = flag
 
     def __enter__(self) -> str:
         self.proc = subprocess.Popen(
-            [sys.executable, self.script, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            [sys.executable, self.script, self.flag], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         assert self.proc.stdout is not None
         port = int(self.proc.stdout.readline())

@@ -94,6 +94,50 @@ async def _serve() -> None:
         await runner.cleanup()
 
 
+class _Canned(asyncio.Protocol):
+    """HTTP/1.1 keep-alive that answers every request with the small body, nothing else."""
+
+    def __init__(self, answer: bytes) -> None:
+        self.answer = answer
+        self.buffer = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        answers = 0
+        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
+            length = 0
+            for line in self.buffer[:end].split(b"\r\n"):
+                if line[:15].lower() == b"content-length:":
+                    length = int(line[15:])
+            if len(self.buffer) < end + 4 + length:
+                break
+            self.buffer = self.buffer[end + 4 + length :]
+            answers += 1
+        if answers:
+            self.transport.write(self.answer * answers)
+
+
+async def _serve_canned() -> None:
+    """A server costing next to nothing per request, to see the client alone; stdin EOF stops it."""
+    body = FIXTURE.read_bytes()
+    head = "".join(f"{k}: {v}\r\n" for k, v in RATE_HEADERS.items())
+    answer = (
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\nDate: Mon, 23 Nov 2026 12:00:00 GMT\r\n{head}\r\n"
+    ).encode() + body
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: _Canned(answer), "127.0.0.1", 0, backlog=1024)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    try:
+        await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.read), SERVER_LIFETIME)
+    finally:
+        server.close()
+
+
 # ------------------------------------------------------------------ client side
 
 Call = Callable[[], Awaitable[Any]]
@@ -237,6 +281,33 @@ def measure(
     return rows, summary
 
 
+def measure_canned(
+    loop: asyncio.AbstractEventLoop, clients: Clients, quick: bool
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Small body at concurrency 32 against the canned server: the client's cost alone.
+
+    The aiohttp server costs about as much per request as raw aiohttp's client, so there
+    a slower client leaves it idle and waking it costs both sides; against a server that
+    costs next to nothing, the ratio shows the client's own overhead.
+    """
+    calls = 300 if quick else 2000
+    small = clients.small()
+    cases = {n: _sampler(loop, small[n], calls, 32) for n in ("aiohttp", "sdk")}
+    stats = h.compare(cases, repeats=2 if quick else 5, warmup=1)
+    value = h.ratio(stats["aiohttp"].median, stats["sdk"].median)
+    row = {
+        "body": "small",
+        "concurrency": 32,
+        "server": "canned (asyncio.Protocol answering from one buffer)",
+        "calls_per_sample": calls,
+        "calls_per_second": {n: round(1 / st.median, 1) for n, st in stats.items()},
+        "timings_per_call": {n: st.as_dict() for n, st in stats.items()},
+        "throughput_vs_aiohttp": {"sdk": value},
+    }
+    print(f"  small c=32, canned server: {row['calls_per_second']}", flush=True)
+    return row, [h.figure("small c=32, canned server: sdk throughput / aiohttp", value)]
+
+
 def _package(filename: str, func: str) -> str:
     """Which package a profiled function belongs to (generated attrs/cattrs code by model)."""
     if "generated" in filename:
@@ -306,13 +377,24 @@ def main() -> None:
     if "--serve" in sys.argv[1:]:
         asyncio.run(_serve())
         return
+    if "--serve-canned" in sys.argv[1:]:
+        asyncio.run(_serve_canned())
+        return
     quick = h.is_quick()
     loop = asyncio.new_event_loop()
     try:
+        with h.ServerProcess(__file__, "--serve-canned") as base:
+            clients = loop.run_until_complete(Clients(base).__aenter__())
+            try:
+                canned_row, canned_summary = measure_canned(loop, clients, quick)
+            finally:
+                loop.run_until_complete(clients.__aexit__(None, None, None))
         with h.ServerProcess(__file__) as base:
             clients = loop.run_until_complete(Clients(base).__aenter__())
             try:
                 rows, summary = measure(loop, clients, quick)
+                rows.append(canned_row)
+                summary.extend(canned_summary)
                 small = clients.small()
                 profiles = {
                     "small_c32": profile(
@@ -331,7 +413,8 @@ def main() -> None:
     h.write_result(
         "throughput",
         {
-            "server": "aiohttp in a separate process on 127.0.0.1",
+            "server": "aiohttp in a separate process on 127.0.0.1 (and, for one row, a"
+            " canned asyncio server)",
             "baseline": "aiohttp ClientSession + orjson.loads (ratio 1.0)",
             "cases": rows,
             "profiles": profiles,
