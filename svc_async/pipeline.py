@@ -380,7 +380,7 @@ async def run(env: Env, call: Call) -> Any:
             else:
                 auth = await env.auth_headers()
             headers = env.headers(auth, has_body)
-            if env.pacer is not None:
+            if env.pacer is not None and not env.pacer.admit():
                 await _pace(env.pacer, call, deadline, loop)
             now = loop.time()
             timeout = call.timeout

@@ -45,7 +45,7 @@ def _int(value: str | None) -> int | None:
     if value is None:
         return None
     try:
-        number = int(value.strip())
+        number = int(value)  # surrounding whitespace is allowed
     except ValueError:
         return None
     return number if number >= 0 else None
@@ -134,6 +134,16 @@ class Pacer:
         if self._shared:
             delay += self._rng.uniform(0.0, min(0.5, 0.05 + 0.1 * delay))
         return delay
+
+    def admit(self) -> bool:
+        """Count a call as in flight if it may go at once (True); else False: ``acquire``.
+
+        The synchronous fast path of ``acquire``, for the usual case of budget to spare.
+        """
+        if self._hold(time.monotonic()) > 0.0:
+            return False
+        self._in_flight += 1
+        return True
 
     async def acquire(
         self, deadline: float | None = None, loop: asyncio.AbstractEventLoop | None = None

@@ -29,6 +29,9 @@ MAX_SERVER_WAIT = 86_400.0
 """A wait the server names beyond a day is absurd and read as unknown (None)."""
 
 
+_INF = float("inf")
+
+
 def _sane(seconds: float, now: float | None) -> float | None:
     """Seconds from a header value: epoch (s or ms) converted, absurd values unknown."""
     if seconds > EPOCH_MS_THRESHOLD:
@@ -168,7 +171,7 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
             return None
         seconds = parsed.timestamp() - (time.time() if now is None else now)
     else:
-        if seconds != seconds or seconds in (float("inf"), float("-inf")):
+        if seconds != seconds or seconds in (_INF, -_INF):
             return None
         return _sane(seconds, now)
     return None if seconds > MAX_SERVER_WAIT else max(0.0, seconds)
@@ -184,12 +187,14 @@ def parse_reset(value: str | None, now: float | None = None) -> float | None:
     if value is None:
         return None
     try:
-        seconds = float(value.strip())
+        seconds = float(value)  # surrounding whitespace is allowed
     except ValueError:
         return None
-    if seconds != seconds or seconds in (float("inf"), float("-inf")) or seconds < 0:
-        return None
-    return _sane(seconds, now)
+    if 0.0 <= seconds <= MAX_SERVER_WAIT:
+        return seconds  # the usual case: a number of seconds, neither epoch nor absurd
+    if seconds != seconds or seconds < 0 or seconds == _INF:
+        return None  # NaN, negative or infinite
+    return _sane(seconds, now)  # an epoch time (seconds or milliseconds), or absurd
 
 
 def server_wait(status: int, headers: Mapping[str, str]) -> float | None:

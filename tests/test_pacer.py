@@ -1,0 +1,63 @@
+"""The pacer's own rules, without a network: admit (the fast path), acquire, release."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from svc_async import Pacer
+from svc_async.errors import PacingExceedsDeadline
+
+
+def _headers(limit: int, remaining: int, reset: float) -> CIMultiDictProxy[str]:
+    return CIMultiDictProxy(
+        CIMultiDict(
+            {
+                "x-ratelimit-limit": str(limit),
+                "x-ratelimit-remaining": f" {remaining} ",  # whitespace is allowed
+                "x-ratelimit-reset": str(reset),
+            }
+        )
+    )
+
+
+def test_the_first_call_probes_and_the_next_waits_for_its_answer() -> None:
+    pacer = Pacer()
+    assert pacer.admit() is True  # nothing known: the first call learns the budget
+    assert pacer.admit() is False  # the others wait briefly for its answer
+    rate = pacer.release(_headers(10, 9, 60), 200)
+    assert rate is not None and (rate.limit, rate.remaining, rate.reset) == (10, 9, 60.0)
+    assert pacer.admit() is True  # known budget: calls go at once
+
+
+def test_admit_counts_each_call_and_refuses_once_the_window_is_spent() -> None:
+    pacer = Pacer()
+    assert pacer.admit()
+    pacer.release(_headers(3, 2, 60), 200)
+    assert [pacer.admit(), pacer.admit(), pacer.admit()] == [True, True, False]
+    assert "in_flight=2" in repr(pacer)
+    pacer.release(None)  # a call that got no answer still ends
+    assert "in_flight=1" in repr(pacer)
+
+
+async def test_acquire_raises_at_once_when_the_window_ends_after_the_deadline() -> None:
+    pacer = Pacer()
+    assert pacer.admit()
+    pacer.release(_headers(1, 0, 30), 200)
+    assert pacer.admit() is False
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(PacingExceedsDeadline) as info:
+        await pacer.acquire(loop.time() + 1.0, loop)
+    assert loop.time() - started < 0.5
+    assert 29.0 < info.value.wait <= 30.1
+
+
+async def test_acquire_lets_a_call_through_when_admit_would() -> None:
+    pacer = Pacer()
+    assert pacer.admit()
+    pacer.release(_headers(5, 4, 60), 200)
+    await asyncio.wait_for(pacer.acquire(), 0.5)
+    assert "in_flight=1" in repr(pacer)
