@@ -69,9 +69,15 @@ class Pacer:
 
     It counts its own calls exactly (each ``acquire`` spends one from the estimate) and
     corrects the estimate from every response: a ``remaining`` lower than the estimate
-    means someone else shares the budget; one higher than the estimate plus the calls
-    in flight means the server's window has reset. The window's end is the earliest
-    ``receive time + reset`` seen in the window.
+    means someone else shares the budget (the estimate already counts every call in
+    flight, answered or not, so alone an answer never falls below it); one higher than
+    the estimate plus the calls in flight means the server's window has reset. The
+    window's end is the earliest ``receive time + reset`` seen in the window.
+
+    A first answer lower than the limit less the pacer's own calls shows budget spent by
+    someone else in this window, maybe a client that has finished: the next call goes
+    alone, and its answer tells whether the other spender is still at work, before a
+    burst on a count that may already be stale.
 
     Once the budget is seen to be shared (a 429, or a ``remaining`` below the estimate),
     calls are spread over what is left of the window (``left / remaining`` apart)
@@ -90,6 +96,8 @@ class Pacer:
         self._rng = rng or random.Random()
         self._logged_until = 0.0
         self._answered = False
+        self._sent = 0
+        self._verifying = False
         self._probe_started = 0.0
         self.waits = 0
         self.waited = 0.0
@@ -120,6 +128,8 @@ class Pacer:
             self._remaining = max(0, self._limit - self._in_flight)
             self._window_end = math.inf
         if self._remaining > 0:
+            if self._verifying and self._in_flight > 0:
+                return 0.005  # someone else spent budget: one call tells if they still do
             if self._shared and self._in_flight >= _SHARED_IN_FLIGHT:
                 return 0.005  # sharing: few calls in flight, so the answers stay current
             if self._shared and self._window_end != math.inf and now < self._next_slot:
@@ -170,6 +180,7 @@ class Pacer:
             self.waited += delay
             await asyncio.sleep(delay)
         self._in_flight += 1
+        self._sent += 1
 
     def _log_hold(self, delay: float) -> None:
         now = time.monotonic()
@@ -192,6 +203,7 @@ class Pacer:
         self._in_flight -= 1
         if headers is not None:
             self._answered = True
+            self._verifying = False  # any answer ends a check; a first one may start it again
         rate = parse_rate_limit(headers) if headers is not None else None
         if status == 429:
             self._shared = True  # our own count said there was budget: someone else spent it
@@ -213,12 +225,15 @@ class Pacer:
             if retry_after is not None:
                 reset = retry_after if reset is None else min(reset, retry_after)
         end = time.monotonic() + reset + _MARGIN if reset is not None else math.inf
+        first = self._remaining is None
         if self._remaining is None or remaining > self._remaining + self._in_flight:
             # First answer, or the server's window reset before ours did.
             self._remaining = max(0, remaining - self._in_flight)
             self._window_end = end
+            if first and self._limit is not None and remaining < self._limit - self._sent:
+                self._verifying = not self._shared
         else:
-            if remaining + self._in_flight < self._remaining:
+            if remaining < self._remaining:
                 self._shared = True
             if self._shared:
                 # Calls still in flight may not be counted in this answer yet: with

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
+import pytest
 from aiohttp import web
 
 from svc_async.testing import FakeClock, FakeService
@@ -102,3 +103,24 @@ async def test_send_test_webhook() -> None:
             delivery = await fake.send_test_webhook()
         assert delivery.delivered and delivery.attempts == [204]
         assert received[0]["body"] == {"id": 0, "status": "Processed", "isTest": True}
+
+
+@pytest.mark.parametrize("fail_first", [0, 1])
+async def test_a_submission_right_after_processing_arrives_after_processed(
+    fail_first: int,
+) -> None:
+    # The API shows Processed from the moment it falls due; the watcher announces it when
+    # it next runs. A submit in between (no await: the watcher has not run) must still
+    # be delivered after Processed, even when Processed needs a retry.
+    async with receiver(fail_first=fail_first) as (hook, received):
+        async with FakeService(clock=FakeClock(start=START), processing_delay=1.0) as fake:
+            fake.webhook_url = hook
+            _, _, job = await call(fake, "POST", JOB, job_request())
+            fake.advance(1.0)
+            fake.submit(job["id"])
+            await fake.wait_webhooks(timeout=5)
+    assert [(r["body"]["id"], r["body"]["status"]) for r in received] == [
+        (job["id"], "Processed"),
+        (job["id"], "Submitted"),
+    ]
+    assert [d.status for d in fake.webhook_deliveries] == ["Processed", "Submitted"]

@@ -25,6 +25,7 @@ from svc_async import (
     ClientClosedError,
     ConnectionLostError,
     MockTransport,
+    Pacer,
     RateLimitError,
     Request,
     Response,
@@ -191,6 +192,55 @@ async def test_idempotency_key_is_checked_before_sending() -> None:
 
 
 # 3. Two clients on one budget ------------------------------------------------------------
+
+
+async def _acquired_within(pacer: Pacer, seconds: float) -> bool:
+    try:
+        async with asyncio.timeout(seconds):
+            await pacer.acquire()
+    except TimeoutError:
+        return False
+    return True
+
+
+async def test_an_answer_below_the_pacers_own_count_means_a_shared_budget() -> None:
+    # Alone, an answer never falls below the count: that count already spends every
+    # call in flight. Seven in flight used to hide up to seven calls of another client.
+    pacer = Pacer()
+    await pacer.acquire()
+    pacer.release(_rate(29, "2", limit=30), 200)
+    for _ in range(8):
+        await pacer.acquire()  # 21 left by the pacer's count, 8 in flight
+    pacer.release(_rate(21, "2", limit=30), 200)
+    assert not pacer.shared  # every call counted: exactly the pacer's own count
+    pacer.release(_rate(20, "2", limit=30), 200)
+    assert pacer.shared  # one call more than its own was spent
+
+
+@pytest.mark.parametrize(("second", "shared"), [(16, False), (12, True)])
+async def test_a_first_answer_showing_someone_elses_spending_holds_the_burst(
+    second: int, shared: bool
+) -> None:
+    # 13 of 30 spent when this client's first call was counted: someone else spends, or
+    # spent. One call goes alone; its answer tells whether they still spend.
+    pacer = Pacer()
+    await pacer.acquire()
+    pacer.release(_rate(17, "2", limit=30), 200)
+    assert not pacer.shared
+    await pacer.acquire()
+    assert not await _acquired_within(pacer, 0.05)  # no burst on a count maybe stale
+    pacer.release(_rate(second, "2", limit=30), 200)
+    assert pacer.shared is shared
+    if not shared:  # alone after all: the burst goes
+        assert all([await _acquired_within(pacer, 0.05) for _ in range(8)])
+
+
+async def test_a_first_answer_of_the_whole_budget_bursts_at_once() -> None:
+    pacer = Pacer()
+    await pacer.acquire()
+    pacer.release(_rate(29, "2", limit=30), 200)
+    assert all([await _acquired_within(pacer, 0.05) for _ in range(8)])
+    assert not pacer.shared
 
 
 async def test_two_clients_sharing_one_budget_fail_no_call() -> None:

@@ -6,6 +6,13 @@ its final status, a VOD output file becoming ready) and when to look again, slee
 until then (or until woken by a new job or ``advance``); deliveries made on the spot
 (submission, entry changes) go through ``post``. Failures (non-2xx answers or connection
 errors) are retried with exponential backoff. Every delivery is recorded.
+
+A job's notices arrive in the order they happen. The API shows a final status from the
+moment it falls due, while the watcher may wake a little later (a busy loop), so a
+client can read Processed and have the job submitted before Processed was announced:
+``post`` announces what is due first. And each delivery about a job (or an entry) waits
+for the one before it to finish, delivered or given up, so two connections cannot swap
+them on the way.
 """
 
 from __future__ import annotations
@@ -91,6 +98,7 @@ class WebhookDispatcher:
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
         self._sends: set[asyncio.Task[WebhookDelivery]] = set()
+        self._last: dict[tuple[str, str, Any], asyncio.Task[WebhookDelivery]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self) -> None:
@@ -119,15 +127,33 @@ class WebhookDispatcher:
         return None if upcoming is None else upcoming - self._now()
 
     def post(self, url: str, payload: JSON) -> None:
-        """Deliver ``payload`` to ``url`` now, in the background (needs a running loop)."""
+        """Deliver ``payload`` to ``url`` now, in the background (needs a running loop),
+        after whatever fell due before it (a submission never overtakes Processed)."""
         self.start()
+        self._due()
         self._spawn(url, payload)
 
     def _spawn(self, url: str, payload: JSON) -> asyncio.Task[WebhookDelivery]:
-        task = asyncio.get_running_loop().create_task(self.deliver(url, payload))
+        key = _order_key(url, payload)
+        before = None if key is None else self._last.get(key)
+        task = asyncio.get_running_loop().create_task(self._deliver_after(before, url, payload))
         self._sends.add(task)
         task.add_done_callback(self._sends.discard)
+        if key is not None:
+            self._last[key] = task
+            task.add_done_callback(lambda done: self._forget(key, done))
         return task
+
+    def _forget(self, key: tuple[str, str, Any], done: asyncio.Task[WebhookDelivery]) -> None:
+        if self._last.get(key) is done:
+            del self._last[key]
+
+    async def _deliver_after(
+        self, before: asyncio.Task[WebhookDelivery] | None, url: str, payload: JSON
+    ) -> WebhookDelivery:
+        if before is not None:
+            await asyncio.wait([before])  # its outcome does not matter, only that it ended
+        return await self.deliver(url, payload)
 
     async def _run(self) -> None:
         assert self._wake is not None
@@ -185,6 +211,7 @@ class WebhookDispatcher:
             # Tasks of another (finished) loop cannot be awaited here; just forget them.
             self._task = None
             self._sends.clear()
+            self._last.clear()
             return
         for task in tasks:
             task.cancel()
@@ -193,3 +220,17 @@ class WebhookDispatcher:
                 await task
         self._task = None
         self._sends.clear()
+        self._last.clear()
+
+
+def _order_key(url: str, payload: JSON) -> tuple[str, str, Any] | None:
+    """What a delivery must stay in order with: the same job's or entry's notices to the
+    same URL (None for test deliveries, which follow nothing)."""
+    if payload.get("isTest"):
+        return None
+    if "verificationJobId" in payload:
+        return url, "job", payload["verificationJobId"]
+    entry = payload.get("entry")
+    if isinstance(entry, dict):
+        return url, "entry", entry.get("id")
+    return url, "job", payload.get("id")
