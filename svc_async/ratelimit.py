@@ -153,6 +153,7 @@ class Pacer:
         if self._hold(time.monotonic()) > 0.0:
             return False
         self._in_flight += 1
+        self._sent += 1
         return True
 
     async def acquire(
