@@ -196,6 +196,28 @@ def write_result(name: str, data: Mapping[str, Any]) -> Path:
     return path
 
 
+async def announce_and_wait(port: int, lifetime: float) -> None:
+    """The child side of ``ServerProcess``: print ``port``, then serve until the parent
+    closes stdin, or ``lifetime`` seconds at most (the server always stops by itself)."""
+    print(port, flush=True)
+    loop = asyncio.get_running_loop()
+    await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.read), lifetime)
+
+
+async def serve_app(app: Any, lifetime: float, *, backlog: int = 128) -> None:
+    """Serve an aiohttp ``app`` on a free 127.0.0.1 port as a ``ServerProcess`` child."""
+    from aiohttp import web
+
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=backlog)
+    await site.start()
+    try:
+        await announce_and_wait(runner.addresses[0][1], lifetime)
+    finally:
+        await runner.cleanup()
+
+
 class ServerProcess:
     """A benchmark's server subprocess (``script --serve``), yielding its base URL.
 

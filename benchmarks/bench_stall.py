@@ -95,16 +95,7 @@ async def _serve() -> None:
 
     app = web.Application()
     app.router.add_post("/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    print(runner.addresses[0][1], flush=True)
-    loop = asyncio.get_running_loop()
-    try:
-        await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.read), SERVER_LIFETIME)
-    finally:
-        await runner.cleanup()
+    await h.serve_app(app, SERVER_LIFETIME)
 
 
 # ------------------------------------------------------------------ measuring

@@ -82,16 +82,7 @@ async def _serve() -> None:
     app = web.Application()
     app.router.add_get(JOB_PATH, job)
     app.router.add_post(ENTRIES_PATH, entries)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
-    await site.start()
-    print(runner.addresses[0][1], flush=True)
-    loop = asyncio.get_running_loop()
-    try:
-        await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.read), SERVER_LIFETIME)
-    finally:
-        await runner.cleanup()
+    await h.serve_app(app, SERVER_LIFETIME, backlog=1024)
 
 
 class _Canned(asyncio.Protocol):
@@ -131,9 +122,8 @@ async def _serve_canned() -> None:
     ).encode() + body
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: _Canned(answer), "127.0.0.1", 0, backlog=1024)
-    print(server.sockets[0].getsockname()[1], flush=True)
     try:
-        await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.read), SERVER_LIFETIME)
+        await h.announce_and_wait(server.sockets[0].getsockname()[1], SERVER_LIFETIME)
     finally:
         server.close()
 

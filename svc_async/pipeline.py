@@ -7,8 +7,8 @@ Two layers, after gidgethub's sans-I/O split:
   next (a ``Decision``: return, renew auth, wait and retry, resolve an ambiguous
   outcome, or raise). It does no I/O and is tested as a table.
 * ``run`` is the one async loop that carries a ``Call`` out through an ``Env`` (the
-  client's transport, auth, pacer and budget) and returns a ``Reply``: the decoded data
-  together with the metadata of the response that carried it.
+  client's transport, auth, pacer and budget) and returns the decoded data, or, when
+  the call asks, a ``Reply``: the data with the metadata of the response that carried it.
 
 A call's body is decoded by its ``decode`` strategy (``decode_json`` by default). A call
 may instead give ``stream_decode``: the pipeline then opens the response as a stream and
@@ -210,7 +210,7 @@ class Reply:
     """A call's decoded data with the metadata of the response that carried it.
 
     ``meta`` is None when no single response carried the data (an ambiguous create
-    settled by a search). A plain slotted class: one is made per call, so it stays cheap.
+    settled by a search). Made only for calls that ask for it (``Call.reply``).
     """
 
     __slots__ = ("_headers", "_meta", "_status", "data")
@@ -401,9 +401,9 @@ async def run(env: Env, call: Call) -> Any:
                 failure = exc
             finally:
                 env.observe(response)
+            if response is not None and logger.isEnabledFor(logging.DEBUG):
+                logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
             if response is not None and 200 <= response.status < 300:
-                if logger.isEnabledFor(logging.DEBUG):
-                    logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
                 if data is _NO_DATA and failure is None:
                     try:
                         data = (call.decode or decode_json)(response)
@@ -472,11 +472,8 @@ def _after(
     decoder messages built here, with every secret redacted).
     """
     status = None if response is None else response.status
-    if response is not None:
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("%s %s -> %d", call.method, redact_url(call.url), status)
-        if not 200 <= response.status < 300:
-            failure = api_error(response, call.method, call.url, env.secrets())
+    if response is not None and not 200 <= response.status < 300:
+        failure = api_error(response, call.method, call.url, env.secrets())
     if isinstance(failure, ResponseDecodeError):
         # A decoder quotes the body: hide whatever credentials the server echoed.
         failure.args = (redact_text(str(failure), env.secrets()),)

@@ -152,9 +152,12 @@ class Pacer:
         """
         if self._hold(time.monotonic()) > 0.0:
             return False
+        self._count_sent()
+        return True
+
+    def _count_sent(self) -> None:
         self._in_flight += 1
         self._sent += 1
-        return True
 
     async def acquire(
         self, deadline: float | None = None, loop: asyncio.AbstractEventLoop | None = None
@@ -180,8 +183,7 @@ class Pacer:
             self.waits += 1
             self.waited += delay
             await asyncio.sleep(delay)
-        self._in_flight += 1
-        self._sent += 1
+        self._count_sent()
 
     def _log_hold(self, delay: float) -> None:
         now = time.monotonic()

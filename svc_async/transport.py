@@ -238,15 +238,7 @@ class AiohttpTransport:
             # Awaited directly rather than through ``async with``: one layer less per call.
             resp = await self._open(request)
             try:
-                length = resp.content_length
-                if (
-                    length is not None
-                    and length <= self.max_body_size
-                    and "Content-Encoding" not in resp.headers
-                ):
-                    content = await resp.read()
-                else:
-                    content = await self._read_body(resp)
+                content = await self._read_body(resp)
             finally:
                 resp.release()
             return Response(resp.status, resp.headers, content)

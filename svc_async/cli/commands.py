@@ -181,14 +181,7 @@ async def jobs_create(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:
     ui.saw(job)
     if not args.wait:
         return job_outcome(job)
-    with ui.progress.status(f"Waiting for job {job.id}'s verdict..."):
-        job = await svc.jobs.wait(
-            job.id,
-            timeout=args.wait_timeout,
-            policy=PollPolicy(timeout=args.wait_timeout),
-            on_status=_status_reporter(ui),
-        )
-    return job_outcome(job)
+    return await _wait_for(svc, job.id, args, ui, f"Waiting for job {job.id}'s verdict...")
 
 
 async def jobs_get(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:
@@ -229,9 +222,16 @@ async def jobs_search(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:
 
 async def jobs_wait(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:
     """``jobs wait ID``: poll until the job is finished, then print it."""
-    with ui.progress.status(f"Waiting for job {args.job_id}..."):
+    return await _wait_for(svc, args.job_id, args, ui, f"Waiting for job {args.job_id}...")
+
+
+async def _wait_for(
+    svc: Client, job_id: int, args: argparse.Namespace, ui: Ui, status: str
+) -> Outcome:
+    """Wait for ``job_id`` under ``--wait-timeout``, showing ``status`` and each change."""
+    with ui.progress.status(status):
         job = await svc.jobs.wait(
-            args.job_id,
+            job_id,
             timeout=args.wait_timeout,
             policy=PollPolicy(timeout=args.wait_timeout),
             on_status=_status_reporter(ui),

@@ -93,13 +93,7 @@ def _job_song(
             valid=lic.valid_to >= end,
             master=False,
         )
-        svc = svc_license_json(
-            ref=lic.ref,
-            date_purchased=lic.date_purchased,
-            valid_to=lic.valid_to,
-            territories=lic.territories,
-            path=files.licence_path(lic.file_key),
-        )
+        svc = svc_license_json(lic, files.licence_path(lic.file_key))
         return make_song(meta, start=start, checks=checks, source="Service", svc_license=svc)
     if details:
         ext, urls = _external(state, files, details[0])

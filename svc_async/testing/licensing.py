@@ -25,9 +25,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .clock import format_timestamp
+
+if TYPE_CHECKING:
+    from .state import ServiceLicence
 
 JSON = dict[str, Any]
 
@@ -182,17 +185,15 @@ def make_song(
     return ordered
 
 
-def svc_license_json(
-    *, ref: str, date_purchased: float, valid_to: float, territories: Sequence[str], path: str
-) -> JSON:
+def svc_license_json(lic: ServiceLicence, path: str) -> JSON:
     """The ``svcLicense`` object of a service-held licence (``downloadURL`` relative)."""
     return {
-        "ref": ref,
-        "datePurchased": format_timestamp(date_purchased),
-        "validTo": format_timestamp(valid_to),
+        "ref": lic.ref,
+        "datePurchased": format_timestamp(lic.date_purchased),
+        "validTo": format_timestamp(lic.valid_to),
         "downloadURL": path,
         "rights": [{"name": "Standard", "variant": "1 Year"}],
-        "territories": list(territories),
+        "territories": list(lic.territories),
     }
 
 

@@ -214,13 +214,7 @@ def _scenario_song(
         checks = service_checks(
             territories, licence_territories=lic.territories, valid=True, master=True
         )
-        svc = svc_license_json(
-            ref=lic.ref,
-            date_purchased=lic.date_purchased,
-            valid_to=lic.valid_to,
-            territories=lic.territories,
-            path=files.licence_path(lic.file_key),
-        )
+        svc = svc_license_json(lic, files.licence_path(lic.file_key))
         return make_song(meta, start=start, checks=checks, source="Service", svc_license=svc)
     if scenario in ("other", "rejected"):
         url = f"https://licences.example/{'rejected' if scenario == 'rejected' else 'ok'}.pdf"
