@@ -28,7 +28,6 @@ import re
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,13 +194,13 @@ async def close_leftovers(namespace: dict[str, Any]) -> None:
 
 
 @pytest.fixture
-def reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+def reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """A reader's shell: no SVC_* variables, a fresh working directory."""
     for name in ("SVC_BASE_URL", "SVC_ACCOUNT_URL", "SVC_API_TOKEN", "SVC_API_KEY_ID"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("SVC_API_KEY_SECRET", raising=False)
     monkeypatch.chdir(tmp_path)
-    yield tmp_path
+    return tmp_path
 
 
 def _params(items: list[Any], ids: Any = None) -> list[Any]:
@@ -369,4 +368,3 @@ async def test_a_script_that_fails_or_hangs_fails(
     for thread in threading.enumerate():
         if thread.name == "doc-script":
             thread.join()  # let the script's own loop close before the test ends
-

@@ -1,4 +1,4 @@
-"""The documentation site's build hooks: README sections into pages, benchmark charts."""
+"""The documentation site's build hooks: the Architecture page, benchmark charts."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 pytest.importorskip("mkdocs", reason="the docs extra is not installed")
-from mkdocs.exceptions import PluginError
 
 ROOT = Path(__file__).parents[1]
 
@@ -25,72 +24,14 @@ def _hook(name: str) -> ModuleType:
     return module
 
 
-readme_sections = _hook("readme_sections")
 bench_figures = _hook("bench_figures")
 architecture = _hook("architecture")
 
-TEXT = """\
-# Title
-Intro.
-## One
-Body one.
-```python
-# not a heading
-```
-### Sub
-Sub body.
-## Two
-Body two.
-"""
 
-
-def test_section_body_stops_at_the_next_peer_and_skips_code() -> None:
-    body = readme_sections.section(TEXT, 2, "One", under=1)
-    assert body == "Body one.\n```python\n# not a heading\n```\n## Sub\nSub body.\n"
-
-
-def test_subheadings_sit_under_the_page_heading() -> None:
-    assert "### Sub" in readme_sections.section(TEXT, 2, "One", under=2)
-
-
-def test_the_title_section_is_the_introduction_only() -> None:
-    assert readme_sections.section(TEXT, 1, "Title") == "Intro.\n"
-
-
-def test_an_intro_directive_stops_at_the_first_subheading() -> None:
-    assert readme_sections.section(TEXT, 2, "One", intro=True) == (
-        "Body one.\n```python\n# not a heading\n```\n"
-    )
-    out = readme_sections.on_page_markdown(
-        "# W\n\n<!-- readme-intro: ## Waiting for verdicts -->\n"
-    )
-    assert "<!-- readme" not in out and "PollPolicy" in out
-    assert "## Webhooks" not in out and "WebhookReceiver" not in out
-
-
-def test_a_missing_heading_fails_the_build() -> None:
-    with pytest.raises(PluginError, match="0 '## Three'"):
-        readme_sections.section(TEXT, 2, "Three")
-
-
-def test_directive_uses_the_heading_it_stands_under(monkeypatch: pytest.MonkeyPatch) -> None:
-    readme = Path(readme_sections.README)
-    monkeypatch.setattr(readme_sections, "README", readme)
-    page = "# Page\n\n## Bulk\n\n<!-- readme: ## Bulk fetching, paging and incremental sync -->\n"
-    out = readme_sections.on_page_markdown(page)
-    assert "<!-- readme:" not in out
-    assert "\n### Incremental sync\n" in out
-
-
-def test_every_directive_of_the_site_names_a_readme_section() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    pages = list((ROOT / "docs").rglob("*.md"))
-    found = 0
-    for page in pages:
-        for match in readme_sections._DIRECTIVE.finditer(page.read_text(encoding="utf-8")):
-            found += 1
-            assert readme_sections.section(readme, len(match["hashes"]), match["title"]).strip()
-    assert found >= 10
+def test_pages_are_written_not_pulled_from_the_readme() -> None:
+    """The README-sections hook is retired: a leftover directive would render as nothing."""
+    for page in (ROOT / "docs").rglob("*.md"):
+        assert "<!-- readme" not in page.read_text(encoding="utf-8"), page
 
 
 def test_architecture_page_links_to_repository_files_become_text() -> None:
