@@ -50,7 +50,7 @@ def entries_json(count: int, songs_per_entry: int = 5) -> bytes:
 
 
 def live_entries(count: int, songs_per_entry: int = 5) -> list[dict[str, Any]]:
-    """The same entries in today's shapes (TYPES.md): every key present, 13 checks,
+    """The same entries in today's shapes: every key present, 13 checks,
     numeric ``svcMixId``, ``md5Hash``, and one song in five not yet checked (null licence
     data and checks) or with a manual status object."""
     out = entries(count, songs_per_entry)

@@ -24,7 +24,7 @@ LICENSE_SOURCES: tuple[str, ...] = (
     "Other",
     "Pending License",
 )
-"""The licence sources a create request may name (TYPES.md "Requests")."""
+"""The licence sources a create request may name (the service's published request rules)."""
 
 SOURCES_WITHOUT_FILES: frozenset[str] = frozenset({"Service", "Pending License"})
 """Sources for which no licence file URLs are supplied (the service finds Service

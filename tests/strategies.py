@@ -1,4 +1,4 @@
-"""Hypothesis strategies for the documents the live service may send (TYPES.md).
+"""Hypothesis strategies for the documents the live service may send (its current published types).
 
 Each strategy draws a JSON document (dicts, lists, strings, numbers) in any form the
 type definitions or the published examples allow: nulls where a value is nullable,

@@ -1,4 +1,4 @@
-"""The fake accepts and refuses requests exactly as TYPES.md "Requests" says.
+"""The fake accepts and refuses requests exactly as the service's published request rules say.
 
 Each probe is (endpoint, body change, accepted?, issue path when refused). Refusals
 are 400 ``{statusCode, error, message}`` whose message is a JSON-encoded issue list.

@@ -1,7 +1,7 @@
-"""FakeService answers checked against TYPES.md, stated here independently of the SDK.
+"""FakeService answers checked against the live service's published types, stated here independently of the SDK.
 
 The checker below is a small hand-written statement of the live service's published
-types (``../shared/real-examples/TYPES.md``): it uses no SDK model or converter, so the
+types (see the docs' Service facts page): it uses no SDK model or converter, so the
 fake and the SDK are two opinions that must agree. Legacy mode is checked against the
 published examples' shapes.
 """
@@ -80,7 +80,7 @@ def obj(required: dict[str, Check], optional: dict[str, Check] | None = None) ->
     return run
 
 
-# ---------------------------------------------------------------- TYPES.md, stated here
+# ---------------------------------------------------------------- today's types, stated here
 
 TWELVE = (
     "Licensee Name Match",

@@ -1,7 +1,7 @@
-"""Requests mirror the service's validation (TYPES.md "Requests").
+"""Requests mirror the service's published validation rules.
 
 ``service_problems`` below is a test-side statement of the service's rules, written from
-TYPES.md and not from the SDK's code. Two things are checked against it:
+the service's published rules and not from the SDK's code. Two things are checked against it:
 
 - every request body the SDK sends, over a sweep of calls, breaks none of the rules;
 - a table of inputs, each marked with the service's verdict: what the service refuses
@@ -51,7 +51,7 @@ SOURCES = {
     "Pending License",
 }
 NO_FILES = {"Service", "Pending License"}
-"""Sources TYPES.md says to give no files for; it does not say the service refuses them."""
+"""Sources the service's rules say to give no files for; it does not say the service refuses them."""
 CURRENT = [
     "Created",
     "Downloading",
@@ -355,7 +355,7 @@ CREATE_ROWS: list[tuple[str, dict[str, Any], str, str]] = [
         "refused",
         "request.license_details[0].license_source",
     ),
-    # SDK: TYPES.md says to supply no files for these sources but not that the service
+    # SDK: the service's rules say to supply no files for these sources but not that the service
     # refuses them; the SDK refuses so that a file is never silently ignored.
     (
         "source-service-with-files",

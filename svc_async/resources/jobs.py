@@ -61,7 +61,7 @@ def validate_request(request: JobRequest) -> JobRequest:
 
     Returns the request as it goes out (territories in upper case); raises
     ValueError/TypeError naming the field (e.g. ``request.tags[2]``) otherwise. The rules
-    are TYPES.md "Requests": ``email`` an address or None, ``external_id`` a string or
+    are the service's published ones: ``email`` an address or None, ``external_id`` a string or
     None, territories of two characters, tags of 2 to 255 characters, licence sources
     among the six (no file URLs for Service and Pending License), ``type`` VOD or
     Routine, ``output_file`` operation Mute.

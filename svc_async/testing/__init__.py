@@ -22,8 +22,9 @@ async with Client("http://fake.invalid", token=fake.DEFAULT_TOKEN,
 
 Time is on ``fake.clock`` (wall time plus ``advance``; ``FakeClock(start=...)`` freezes
 it), faults come from ``FaultConfig``, and everything received is in ``fake.requests``.
-It speaks today's service (TYPES.md) unless ``FakeService(legacy=True)``; signed links
-live on a separate files origin (``fake.files_url``).
+It speaks today's service (its current published types) unless
+``FakeService(legacy=True)``; signed links live on a separate files origin
+(``fake.files_url``).
 
 The house: ``service`` (the object, running it) with ``builders``, ``drivers``,
 ``observe`` and ``knobs`` as its mixins; ``core`` (sans-I/O request handling) over

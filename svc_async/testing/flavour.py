@@ -1,4 +1,4 @@
-"""Which service the fake speaks: today's (TYPES.md) or the published examples' (legacy).
+"""Which service the fake speaks: today's (current published types) or the old examples'.
 
 Only shapes and vocabularies differ; the data, rules and timings are the same.
 """

@@ -52,7 +52,7 @@ CHECK_NAMES: tuple[str, ...] = (
 """Every check except Territory Match (13 today; legacy answers lack the Arrangement one)."""
 
 ARRANGEMENT_CHECK = "Publishing Arrangement Rights"
-"""The check TYPES.md added; absent from the published examples."""
+"""The check today's published types added; absent from the published examples."""
 
 MASTER_CHECKS: frozenset[str] = frozenset(
     {"Master Choreography Rights", "Master Adaptation Rights", "Master Duplication Rights"}

@@ -1,4 +1,4 @@
-"""What each endpoint accepts, as TYPES.md "Requests" states it, and nothing more.
+"""What each endpoint accepts, as the service's published request rules state it, and nothing more.
 
 Each ``read_*`` function takes a decoded body and returns the accepted request with
 unknown keys dropped, or raises ``HTTPError(400, issues)``. The rules:

@@ -1,6 +1,6 @@
 """Today's optional shapes, given to the data at realistic rates (not in legacy mode).
 
-The published examples never show them, TYPES.md allows them, and an SDK that only
+The published examples never show them, today's published types allow them, and an SDK that only
 knows the examples breaks on them: songs not checked yet (``licenseData`` and
 ``licenseChecks`` null), manual statuses as ``{status, details}`` objects, missing
 download links, entries without an email, an event whose venue (territory) is not set,
