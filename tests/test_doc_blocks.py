@@ -1,4 +1,4 @@
-"""Every Python block of the README and of every docs page runs, as a reader would run it.
+"""Every Python block of the README, the docs pages and the docstrings runs, as written.
 
 The rules (also on the docs site's "Testing your code" page):
 
@@ -48,9 +48,13 @@ _SCRIPT = re.compile(r"\basyncio\.run\(")
 
 
 def pages() -> list[Path]:
-    """The README and every Markdown page of the docs site (not the hooks)."""
+    """The README, every Markdown page of the docs site (not the hooks), and the modules
+    whose docstrings (rendered on the API reference pages) show Python blocks."""
     docs = sorted(p for p in (ROOT / "docs").rglob("*.md") if "_hooks" not in p.parts)
-    return [ROOT / "README.md", *docs]
+    modules = sorted(
+        p for p in (ROOT / "svc_async").rglob("*.py") if "```python" in p.read_text("utf-8")
+    )
+    return [ROOT / "README.md", *docs, *modules]
 
 
 @dataclass(frozen=True)
@@ -252,6 +256,7 @@ def test_every_page_with_code_has_python_blocks_and_most_run() -> None:
     assert len(ALL) >= 40
     assert len(ALL) - len(FRAGMENTS) > 4 * len(FRAGMENTS)
     assert "README.md" in SESSIONS
+    assert "svc_async/testing/__init__.py" in SESSIONS  # docstrings' blocks run too
 
 
 def test_the_readme_is_short_and_shows_its_quick_start() -> None:
@@ -269,7 +274,7 @@ def test_the_readme_has_no_relative_links() -> None:
 
 
 def test_no_page_or_docstring_cites_files_outside_the_repository() -> None:
-    shown = [*pages(), *(ROOT / "svc_async").rglob("*.py")]
+    shown = {*pages(), *(ROOT / "svc_async").rglob("*.py")}
     for path in shown:
         text = path.read_text(encoding="utf-8")
         for name in ("TYPES.md", "interface.md", "real-examples", "/work/shared"):

@@ -6,9 +6,12 @@ file links) on plain JSON, independently of the SDK's models, so it can check th
 end to end. Run it on a loopback port:
 
 ```python
+from svc_async import Client
+from svc_async.testing import FakeService
+
 async with FakeService(seed=1) as fake, fake.serve() as url:
     async with Client(url, token=FakeService.DEFAULT_TOKEN) as svc:
-        ...
+        print(len(await svc.orgs.list()), "organisations")
 ```
 
 or in-process, without sockets:
@@ -17,7 +20,7 @@ or in-process, without sockets:
 fake = FakeService()
 async with Client("http://fake.invalid", token=fake.DEFAULT_TOKEN,
                   transport=fake.transport()) as svc:
-    ...
+    print(len(await svc.seasons.list()), "seasons")
 ```
 
 Time is on ``fake.clock`` (wall time plus ``advance``; ``FakeClock(start=...)`` freezes
