@@ -58,7 +58,7 @@ pacing_logger = logging.getLogger("svc_async.pacing")
 """Logs one INFO line when pacing holds calls for more than ``HOLD_LOG_AFTER`` seconds.
 
 The one logger not named after its module: ``svc_async.pacing`` is a documented channel
-(README, "Rate-limit pacing") that applications attach to, so its name is part of the API.
+(the docs' "Rate-limit pacing" guide) that applications attach to, so its name is part of the API.
 
 The record carries ``extra={"svc_hold_seconds": ..., "svc_hold_reason": ...}`` so a CLI
 can show it (attach a handler to this logger).
