@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import enum
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -143,7 +144,7 @@ def decide(
     may have been processed by a call unsafe to repeat is resolved (when a resolver
     exists) or raised; a server wait above ``policy.max_server_wait`` raises as a rate
     limit; a 429 retries until the deadline whatever the attempt count (unless the
-    policy turns retries off with ``max_attempts=1``); anything else
+    policy turns retries off with ``attempts=1``); anything else
     retries while attempts, deadline and retry budget allow.
     """
     status, failure = outcome.status, outcome.failure
@@ -162,14 +163,14 @@ def decide(
     wait = outcome.server_wait if outcome.server_wait is not None else backoff
     if outcome.server_wait is not None and outcome.server_wait > policy.max_server_wait:
         return Decision(Action.RAISE, reason="server wait too long", rate_limited=True)
-    if attempt >= policy.max_attempts and (status != 429 or policy.max_attempts == 1):
+    if attempt >= policy.attempts and (status != 429 or policy.attempts == 1):
         return Decision(Action.RAISE, reason="attempts spent")
     if deadline is not None and now + wait >= deadline:
         return Decision(Action.RAISE, reason="deadline", rate_limited=status == 429)
     if status == 429:
         # Refused before processing and paced by the server: no retry budget spent.
         return Decision(Action.RETRY, wait=wait, reason="HTTP 429")
-    cost = budget.timeout_cost if isinstance(failure, RequestTimeout) else budget.retry_cost
+    cost = budget.cost(timeout=isinstance(failure, RequestTimeout))
     if budget_tokens < cost:
         return Decision(Action.RAISE, reason="retry budget exhausted")
     reason = f"HTTP {status}" if status is not None else type(failure).__name__
@@ -238,6 +239,11 @@ class Reply:
 class Call:
     """Everything one logical call needs; built by the client from a resource's request.
 
+    ``timeout`` bounds the whole call (seconds, None: no bound): every attempt, pacing
+    hold, auth login or renewal, backoff and ambiguous-create search. ``attempt_timeout``
+    limits each HTTP exchange within it. The options a caller may give are declared once,
+    in ``resources._base.CallOptions``, under these names.
+
     Not frozen: one is built per call, and a frozen class pays a setattr call per field.
     Nothing changes a ``Call`` once built.
     """
@@ -246,7 +252,8 @@ class Call:
     url: yarl.URL
     content: bytes | None
     idempotent: bool
-    timeout: Timeout
+    timeout: float | None
+    attempt_timeout: Timeout
     policy: RetryPolicy
     authenticate: bool = True
     decode: Decoder | None = None
@@ -254,6 +261,74 @@ class Call:
     resolve: Resolver | None = None
     reply: bool = False
     """Return the ``Reply`` (data and response metadata) rather than the data alone."""
+
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "svc_async_deadline", default=None
+)
+"""The deadline (loop time) of the call or wait this task is inside, if any."""
+
+
+def current_deadline() -> float | None:
+    """The deadline (loop time) every call made now must end by: its caller's, if any."""
+    return _DEADLINE.get()
+
+
+@contextlib.contextmanager
+def deadline_scope(deadline: float | None) -> Iterator[None]:
+    """Bound every call made inside (in this task) by ``deadline`` (loop time) too.
+
+    A nested call (an auth login inside a call, a poll inside a wait, a tag search
+    inside a create) then ends by the outer deadline even with a longer timeout of its
+    own. An earlier outer deadline is kept.
+    """
+    outer = _DEADLINE.get()
+    if deadline is None or (outer is not None and outer <= deadline):
+        yield
+        return
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+class Tracker:
+    """The tasks running calls of one client, and whether that client was closed.
+
+    ``aclose()`` cancels the tracked tasks; a tracked call cancelled after the close
+    raises ``ClientClosedError`` instead of ``CancelledError``. Calls nest (a login
+    inside a call), so each task is counted.
+    """
+
+    __slots__ = ("active", "closed")
+
+    def __init__(self) -> None:
+        self.active: dict[asyncio.Task[Any], int] = {}
+        self.closed = False
+
+    def enter(self, task: asyncio.Task[Any] | None) -> None:
+        """Count ``task`` as running one more call."""
+        if task is not None:
+            active = self.active
+            active[task] = active.get(task, 0) + 1
+
+    def leave(self, task: asyncio.Task[Any] | None) -> None:
+        """Count one call of ``task`` as ended."""
+        if task is not None:
+            active = self.active
+            left = active.get(task, 1) - 1
+            if left > 0:
+                active[task] = left
+            else:
+                active.pop(task, None)
+
+    def closing(self, task: asyncio.Task[Any] | None, what: str) -> ClientClosedError | None:
+        """The error to raise instead of a cancellation caused by ``aclose()``, if it was."""
+        if task is not None and self.closed and task.cancelling():
+            task.uncancel()
+            return ClientClosedError(f"{what} was cancelled because the client was closed")
+        return None
 
 
 @attrs.define(slots=True, kw_only=True)
@@ -270,10 +345,8 @@ class Env:
     pacer: Pacer | None
     budget: RetryBudget
     rng: random.Random
-    active: dict[asyncio.Task[Any], int] = attrs.field(factory=dict)
-    """The tasks running calls (a count per task: calls nest), for ``closed`` to end."""
-    closed: Callable[[], bool] = lambda: False
-    """Whether the client was closed: a call cancelled then raises ClientClosedError."""
+    tracker: Tracker = attrs.field(factory=Tracker)
+    """The tasks running calls, and whether the client was closed."""
 
 
 def decode_json(response: Response) -> Any:
@@ -354,20 +427,27 @@ _NO_DATA = object()
 
 
 async def run(env: Env, call: Call) -> Any:
-    """Carry ``call`` out: every step, waits included, under ``call.policy.timeout``.
+    """Carry ``call`` out: every step, waits included, by the call's deadline.
 
+    The deadline is ``call.timeout`` from now, or the deadline of the call or wait this
+    one runs inside, whichever is first; calls made meanwhile in this task (an auth login
+    or renewal, a tag search) inherit it. Each send is cut off at the deadline (and at
+    ``call.attempt_timeout``) whether or not the transport honours ``Request.timeout``.
     Returns the decoded data (the ``Reply`` when ``call.reply``). The calling task is
-    counted in ``env.active`` meanwhile; cancelled because the client closed, the call
-    raises ``ClientClosedError``.
+    tracked meanwhile; cancelled because the client closed, the call raises
+    ``ClientClosedError``.
     """
     loop = asyncio.get_running_loop()
     task = asyncio.current_task(loop)
-    active = env.active
-    if task is not None:
-        active[task] = active.get(task, 0) + 1
+    tracker = env.tracker
+    tracker.enter(task)
+    now = loop.time()
+    deadline = None if call.timeout is None else now + call.timeout
+    outer = _DEADLINE.get()
+    if outer is not None and (deadline is None or outer < deadline):
+        deadline = outer
+    scope = _DEADLINE.set(deadline)
     try:
-        policy = call.policy
-        deadline = None if policy.timeout is None else loop.time() + policy.timeout
         has_body = call.content is not None
         attempt = 0
         renewed = False
@@ -383,22 +463,35 @@ async def run(env: Env, call: Call) -> Any:
             if env.pacer is not None and not env.pacer.admit():
                 await _pace(env.pacer, call, deadline, loop)
             now = loop.time()
-            timeout = call.timeout
+            timeout = call.attempt_timeout
             if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
                 timeout = _bounded(timeout, deadline, now)
             request = Request(call.method, call.url, headers, call.content, timeout)
             response: Response | None = None
             failure: SvcError | None = None
             data: Any = _NO_DATA
+            limit = timeout.total
             try:
-                if call.stream_decode is not None and isinstance(env.transport, StreamingTransport):
-                    response, data = await _send_streamed(
-                        env.transport, request, call.stream_decode
-                    )
-                else:
-                    response = await env.transport.send(request)
+                # The pipeline's own cut-off: a transport that ignores Request.timeout
+                # still cannot hold the call past its deadline.
+                async with asyncio.timeout_at(None if limit is None else now + limit) as timer:
+                    if call.stream_decode is not None and isinstance(
+                        env.transport, StreamingTransport
+                    ):
+                        response, data = await _send_streamed(
+                            env.transport, request, call.stream_decode
+                        )
+                    else:
+                        response = await env.transport.send(request)
             except (TransportError, ResponseDecodeError) as exc:
                 failure = exc
+            except TimeoutError:
+                if not timer.expired():
+                    raise
+                failure = RequestTimeout(
+                    f"timeout on {call.method} {redact_url(call.url)} after {limit:g}s",
+                    request=request,
+                )
             finally:
                 env.observe(response)
             if response is not None and logger.isEnabledFor(logging.DEBUG):
@@ -428,19 +521,13 @@ async def run(env: Env, call: Call) -> Any:
                 raise failure
             await asyncio.sleep(_wait_before_retry(env, call, attempt, decision, failure, deadline))
     except asyncio.CancelledError:
-        if task is not None and env.closed() and task.cancelling():
-            task.uncancel()
-            raise ClientClosedError(
-                f"{call.method} {call.url.path} was cancelled because the client was closed"
-            ) from None
+        error = tracker.closing(task, f"{call.method} {call.url.path}")
+        if error is not None:
+            raise error from None
         raise
     finally:
-        if task is not None:
-            left = active[task] - 1
-            if left:
-                active[task] = left
-            else:
-                del active[task]
+        _DEADLINE.reset(scope)
+        tracker.leave(task)
 
 
 async def _pace(pacer: Pacer, call: Call, deadline: float | None, loop: Any) -> None:
@@ -500,8 +587,8 @@ def _after(
             logger.warning(
                 "retry budget exhausted; not retrying %s %s", call.method, redact_url(call.url)
             )
-    elif decision.spend and not env.budget.try_spend(timeout=isinstance(failure, RequestTimeout)):
-        decision = Decision(Action.RAISE, reason="retry budget exhausted")
+    elif decision.spend:
+        env.budget.spend(decision.spend)  # ``decide`` checked the budget can afford it
     return decision, failure
 
 

@@ -37,6 +37,7 @@ from .errors import (
     TransportError,
 )
 from .models import CURRENT_JOB_STATUSES, FINISHED_JOB_STATUSES, JobRequest, VerificationJob
+from .pipeline import deadline_scope
 from .webhooks import JobSubscription, WebhookReceiver
 
 if TYPE_CHECKING:
@@ -110,7 +111,8 @@ class PollPolicy:
     ``wait_max`` (15 s) at worst.
 
     ``timeout`` bounds the **whole wait**, every poll and pause included (None: no
-    limit); each poll is one ``jobs.get`` under the client's own per-request timeout.
+    limit); each poll is one ``jobs.get`` under the client's own ``timeout``, cut to what
+    is left of the wait.
     ``finished_statuses`` end a wait (so does a non-empty ``errorMessage``); unknown
     statuses mean "still running". While a webhook receiver is attached, pauses are
     multiplied by ``webhook_factor`` since the delivery should come first.
@@ -263,8 +265,9 @@ async def _get(
 ) -> tuple[VerificationJob | None, SvcError | None]:
     """One poll, cut short at the deadline; transient failures are returned, not raised."""
     try:
-        async with asyncio.timeout_at(clock.deadline):
-            return await jobs.get(job_id), None
+        with deadline_scope(clock.deadline):
+            async with asyncio.timeout_at(clock.deadline):
+                return await jobs.get(job_id), None
     except TimeoutError:
         if clock.expired():
             return None, None
@@ -473,10 +476,11 @@ class _Many:
         offset = 0
         for _ in range(_MAX_PAGES):
             try:
-                async with asyncio.timeout_at(clock.deadline):
-                    page = await self.jobs.search(
-                        tags=list(self.tags), statuses=list(statuses), limit=100, offset=offset
-                    )
+                with deadline_scope(clock.deadline):
+                    async with asyncio.timeout_at(clock.deadline):
+                        page = await self.jobs.search(
+                            tags=list(self.tags), statuses=list(statuses), limit=100, offset=offset
+                        )
             except TimeoutError:
                 if clock.expired():
                     return None

@@ -138,7 +138,7 @@ async def client_for(timeline: Timeline, **kwargs: Any) -> AsyncIterator[Client]
         token="t0ken",
         transport=transport,
         rate_limit=False,
-        retry=RetryPolicy(max_attempts=1),
+        retry=RetryPolicy(attempts=1),
         **kwargs,
     ) as svc:
         yield svc
