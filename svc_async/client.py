@@ -236,6 +236,7 @@ class Client:
             pacer=pacer,
             budget=shared.budget,
             rng=shared.rng,
+            transport_cuts=getattr(shared.transport, "enforces_timeout", False) is True,
         )
         self._origin = _origin_of(sys._getframe(1))
         whole, per = _split(timeout, attempt_timeout, stacklevel=2)

@@ -347,6 +347,9 @@ class Env:
     rng: random.Random
     tracker: Tracker = attrs.field(factory=Tracker)
     """The tasks running calls, and whether the client was closed."""
+    transport_cuts: bool = False
+    """The transport ends each exchange at ``Request.timeout`` itself (it says so with
+    ``enforces_timeout = True``); otherwise the pipeline cuts each send off."""
 
 
 def decode_json(response: Response) -> Any:
@@ -426,6 +429,29 @@ async def _send_streamed(
 _NO_DATA = object()
 
 
+async def _cut_send(env: Env, call: Call, request: Request, when: float) -> tuple[Response, Any]:
+    """Send ``request``, cut off at ``when`` (loop time) by the pipeline itself.
+
+    For transports that do not say they end an exchange at ``Request.timeout``: the
+    deadline then holds whatever the transport does. Returns the response with the
+    streamed data (``_NO_DATA`` when the body was read whole).
+    """
+    try:
+        async with asyncio.timeout_at(when) as timer:
+            if call.stream_decode is not None and isinstance(env.transport, StreamingTransport):
+                return await _send_streamed(env.transport, request, call.stream_decode)
+            return await env.transport.send(request), _NO_DATA
+    except TimeoutError:
+        if not timer.expired():
+            raise
+        limit = request.timeout.total if request.timeout is not None else None
+        raise RequestTimeout(
+            f"timeout on {call.method} {redact_url(call.url)}"
+            + ("" if limit is None else f" after {limit:g}s"),
+            request=request,
+        ) from None
+
+
 async def run(env: Env, call: Call) -> Any:
     """Carry ``call`` out: every step, waits included, by the call's deadline.
 
@@ -472,26 +498,18 @@ async def run(env: Env, call: Call) -> Any:
             data: Any = _NO_DATA
             limit = timeout.total
             try:
-                # The pipeline's own cut-off: a transport that ignores Request.timeout
-                # still cannot hold the call past its deadline.
-                async with asyncio.timeout_at(None if limit is None else now + limit) as timer:
-                    if call.stream_decode is not None and isinstance(
-                        env.transport, StreamingTransport
-                    ):
-                        response, data = await _send_streamed(
-                            env.transport, request, call.stream_decode
-                        )
-                    else:
-                        response = await env.transport.send(request)
+                if limit is not None and not env.transport_cuts:
+                    response, data = await _cut_send(env, call, request, now + limit)
+                elif call.stream_decode is not None and isinstance(
+                    env.transport, StreamingTransport
+                ):
+                    response, data = await _send_streamed(
+                        env.transport, request, call.stream_decode
+                    )
+                else:
+                    response = await env.transport.send(request)
             except (TransportError, ResponseDecodeError) as exc:
                 failure = exc
-            except TimeoutError:
-                if not timer.expired():
-                    raise
-                failure = RequestTimeout(
-                    f"timeout on {call.method} {redact_url(call.url)} after {limit:g}s",
-                    request=request,
-                )
             finally:
                 env.observe(response)
             if response is not None and logger.isEnabledFor(logging.DEBUG):

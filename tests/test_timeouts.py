@@ -7,6 +7,7 @@ milliseconds of real time, and the figures mean the same on a loaded machine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import warnings
 from typing import Any
 
@@ -192,3 +193,34 @@ def test_a_calls_options_are_declared_once() -> None:
     assert {renamed.get(name, name) for name in options} <= fields
     assert {"authenticate", "decode", "attempt_timeout"} <= set(options)
     assert "Unpack[CallOptions]" in Send.__call__.__annotations__["options"]
+
+
+@pytest.mark.looptime(False)
+async def test_the_aiohttp_transport_ends_a_stalled_exchange_at_the_deadline() -> None:
+    """The default transport says it enforces ``Request.timeout``: check that it does."""
+    from aiohttp import web
+
+    release = asyncio.Event()
+
+    async def stall(request: web.Request) -> web.Response:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(3.0):
+                await release.wait()
+        return web.json_response([])
+
+    app = web.Application()
+    app.router.add_get("/api/public/v1/season", stall)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with Client(f"http://127.0.0.1:{port}", token="t", retry=NO_WAIT) as svc:
+            start = _now()
+            with pytest.raises(RequestTimeout):
+                await svc.seasons.list(timeout=0.3)
+            assert _now() - start < 1.5  # not the server's 3 s
+    finally:
+        release.set()
+        await runner.cleanup()
