@@ -31,6 +31,7 @@ import attrs
 import orjson
 import yarl
 
+from .clock import SYSTEM_CLOCK, Clock
 from .errors import (
     APIError,
     ClientClosedError,
@@ -104,20 +105,25 @@ RETURN = Decision(Action.RETURN)
 RENEW = Decision(Action.RENEW)
 
 
-def outcome_of(status: int | None, failure: SvcError | None, headers: Mapping[str, str]) -> Outcome:
+def outcome_of(
+    status: int | None,
+    failure: SvcError | None,
+    headers: Mapping[str, str],
+    wall: float | None = None,
+) -> Outcome:
     """Classify an attempt: did the service certainly not process it?
 
     Unprocessed: a refused connection (``ConnectError``), a 429 and a 503 (the service,
     or the gateway in front of it, refusing before anything starts). Everything else (a
     500, 502 or 504, a dropped connection, a timeout, a body cut off) may have been
-    processed.
+    processed. ``wall`` is the epoch time a ``Retry-After`` date is read against.
     """
     if status is None:
         unprocessed = isinstance(failure, ConnectError) or (
             isinstance(failure, TransportError) and not failure.maybe_sent
         )
         return Outcome(None, failure, None, unprocessed)
-    wait = server_wait(status, headers) if status >= 300 else None
+    wait = server_wait(status, headers, wall) if status >= 300 else None
     unprocessed = status in (429, 503)
     return Outcome(status, failure, wait, unprocessed)
 
@@ -266,17 +272,17 @@ class Call:
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "svc_async_deadline", default=None
 )
-"""The deadline (loop time) of the call or wait this task is inside, if any."""
+"""The deadline (clock time) of the call or wait this task is inside, if any."""
 
 
 def current_deadline() -> float | None:
-    """The deadline (loop time) every call made now must end by: its caller's, if any."""
+    """The deadline (clock time) every call made now must end by: its caller's, if any."""
     return _DEADLINE.get()
 
 
 @contextlib.contextmanager
 def deadline_scope(deadline: float | None) -> Iterator[None]:
-    """Bound every call made inside (in this task) by ``deadline`` (loop time) too.
+    """Bound every call made inside (in this task) by ``deadline`` (clock time) too.
 
     A nested call (an auth login inside a call, a poll inside a wait, a tag search
     inside a create) then ends by the outer deadline even with a longer timeout of its
@@ -350,6 +356,8 @@ class Env:
     transport_cuts: bool = False
     """The transport ends each exchange at ``Request.timeout`` itself (it says so with
     ``enforces_timeout = True``); otherwise the pipeline cuts each send off."""
+    clock: Clock = SYSTEM_CLOCK
+    """Deadlines, backoff sleeps and ``Retry-After`` dates are read on this clock."""
 
 
 def decode_json(response: Response) -> Any:
@@ -387,6 +395,7 @@ def api_error(
     secrets: Iterable[str],
     *,
     as_rate_limit: bool = False,
+    wall: float | None = None,
 ) -> APIError:
     """The APIError for a non-2xx answer, with every secret redacted from its body."""
     secrets = tuple(secrets)
@@ -401,7 +410,7 @@ def api_error(
         response.status, headers=response.headers, body=body, method=method, url=redact_url(url)
     )
     if isinstance(error, RateLimitError):
-        error.retry_after = server_wait(response.status, response.headers)
+        error.retry_after = server_wait(response.status, response.headers, wall)
     return error
 
 
@@ -430,14 +439,14 @@ _NO_DATA = object()
 
 
 async def _cut_send(env: Env, call: Call, request: Request, when: float) -> tuple[Response, Any]:
-    """Send ``request``, cut off at ``when`` (loop time) by the pipeline itself.
+    """Send ``request``, cut off at ``when`` (the client's clock) by the pipeline itself.
 
     For transports that do not say they end an exchange at ``Request.timeout``: the
     deadline then holds whatever the transport does. Returns the response with the
     streamed data (``_NO_DATA`` when the body was read whole).
     """
     try:
-        async with asyncio.timeout_at(when) as timer:
+        async with asyncio.timeout(max(0.0, when - env.clock.now())) as timer:
             if call.stream_decode is not None and isinstance(env.transport, StreamingTransport):
                 return await _send_streamed(env.transport, request, call.stream_decode)
             return await env.transport.send(request), _NO_DATA
@@ -467,7 +476,8 @@ async def run(env: Env, call: Call) -> Any:
     task = asyncio.current_task(loop)
     tracker = env.tracker
     tracker.enter(task)
-    now = loop.time()
+    clock = env.clock
+    now = clock.now()
     deadline = None if call.timeout is None else now + call.timeout
     outer = _DEADLINE.get()
     if outer is not None and (deadline is None or outer < deadline):
@@ -488,7 +498,7 @@ async def run(env: Env, call: Call) -> Any:
             headers = env.headers(auth, has_body)
             if env.pacer is not None and not env.pacer.admit():
                 await _pace(env.pacer, call, deadline, loop)
-            now = loop.time()
+            now = clock.now()
             timeout = call.attempt_timeout
             if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
                 timeout = _bounded(timeout, deadline, now)
@@ -537,7 +547,7 @@ async def run(env: Env, call: Call) -> Any:
                 return Reply(data) if call.reply else data
             if action is Action.RAISE:
                 raise failure
-            await asyncio.sleep(_wait_before_retry(env, call, attempt, decision, failure, deadline))
+            await clock.sleep(_wait_before_retry(env, call, attempt, decision, failure, deadline))
     except asyncio.CancelledError:
         error = tracker.closing(task, f"{call.method} {call.url.path}")
         if error is not None:
@@ -577,20 +587,21 @@ def _after(
     decoder messages built here, with every secret redacted).
     """
     status = None if response is None else response.status
+    wall = env.clock.wall()
     if response is not None and not 200 <= response.status < 300:
-        failure = api_error(response, call.method, call.url, env.secrets())
+        failure = api_error(response, call.method, call.url, env.secrets(), wall=wall)
     if isinstance(failure, ResponseDecodeError):
         # A decoder quotes the body: hide whatever credentials the server echoed.
         failure.args = (redact_text(str(failure), env.secrets()),)
     assert failure is not None
-    outcome = outcome_of(status, failure, response.headers if response is not None else {})
+    outcome = outcome_of(status, failure, response.headers if response is not None else {}, wall)
     policy = call.policy
     decision = decide(
         attempt=attempt,
         outcome=outcome,
         policy=policy,
         idempotent=call.idempotent,
-        now=asyncio.get_running_loop().time(),
+        now=env.clock.now(),
         deadline=deadline,
         backoff=policy.backoff(attempt, env.rng),
         budget_tokens=env.budget.tokens,
@@ -600,7 +611,9 @@ def _after(
     )
     if decision.action is Action.RAISE:
         if decision.rate_limited and response is not None:
-            failure = api_error(response, call.method, call.url, env.secrets(), as_rate_limit=True)
+            failure = api_error(
+                response, call.method, call.url, env.secrets(), as_rate_limit=True, wall=wall
+            )
         elif decision.reason == "retry budget exhausted":
             logger.warning(
                 "retry budget exhausted; not retrying %s %s", call.method, redact_url(call.url)
@@ -623,7 +636,7 @@ def _wait_before_retry(
     if isinstance(failure, APIError) and failure.status == 429:
         wait += env.rng.uniform(0.0, min(1.0, 0.1 + wait * 0.2))  # spread the wake-ups
         if deadline is not None:
-            wait = min(wait, max(0.0, deadline - asyncio.get_running_loop().time() - 0.01))
+            wait = min(wait, max(0.0, deadline - env.clock.now() - 0.01))
     logger.info(
         "retrying %s %s (attempt %d) after %s; waiting %.2fs",
         call.method,
