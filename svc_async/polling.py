@@ -39,6 +39,7 @@ from .errors import (
 )
 from .models import CURRENT_JOB_STATUSES, FINISHED_JOB_STATUSES, JobRequest, VerificationJob
 from .pipeline import deadline_scope
+from .retry import jittered
 from .webhooks import JobSubscription, WebhookReceiver
 
 if TYPE_CHECKING:
@@ -105,11 +106,11 @@ def _renamed(old: str) -> str:
 class PollPolicy:
     """How ``jobs.wait`` polls, in the backoff words of ``RetryPolicy``.
 
-    The pause after poll ``n`` is ``min(wait_max, wait_initial * wait_exp_base ** (n -
-    1))`` seconds, stretched or shrunk at random by up to ``wait_jitter`` (a fraction of
-    the pause: 0.1 is +/-10 %). The defaults suit jobs of seconds to minutes: a 2 s job
-    costs about 3 gets, a minute about 10, and a finished job is noticed within
-    ``wait_max`` (15 s) at worst.
+    The pause after poll ``n`` is at most ``min(wait_max, wait_initial * wait_exp_base **
+    (n - 1))`` seconds, shortened at random by up to ``wait_jitter`` (a fraction of the
+    pause: 0.1 is up to 10 % shorter), ``RetryPolicy``'s meaning of the word. The
+    defaults suit jobs of seconds to minutes: a 2 s job costs about 3 gets, a minute
+    about 10, and a finished job is noticed within ``wait_max`` (15 s) at worst.
 
     ``timeout`` bounds the **whole wait**, every poll and pause included (None: no
     limit); each poll is one ``jobs.get`` under the client's own ``timeout``, cut to what
@@ -217,9 +218,7 @@ class PollPolicy:
         """Seconds to wait after poll number ``attempt`` (1-based), jitter included."""
         exponent = min(max(attempt, 1) - 1, 1000)
         base = min(self.wait_max, self.wait_initial * self.wait_exp_base**exponent)
-        if not self.wait_jitter:
-            return base
-        return base * (rng or random).uniform(1 - self.wait_jitter, 1 + self.wait_jitter)
+        return jittered(base, self.wait_jitter, rng)
 
     def is_finished(self, job: VerificationJob) -> bool:
         """Whether ``job`` is finished under this policy (status or an error message)."""

@@ -169,10 +169,18 @@ class RetryPolicy:
 
     def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        ceiling = self.ceiling(attempt)
-        if not self.wait_jitter:
-            return ceiling
-        return (rng or random).uniform(ceiling * (1.0 - self.wait_jitter), ceiling)
+        return jittered(self.ceiling(attempt), self.wait_jitter, rng)
+
+
+def jittered(wait: float, wait_jitter: float, rng: random.Random | None = None) -> float:
+    """``wait`` with the fraction ``wait_jitter`` of it drawn at random, never above it.
+
+    The one meaning of ``wait_jitter`` in ``RetryPolicy`` and ``PollPolicy``: the result
+    is uniform in ``[wait * (1 - wait_jitter), wait]`` (1.0: full jitter; 0.0: none).
+    """
+    if not wait_jitter:
+        return wait
+    return (rng or random).uniform(wait * (1.0 - wait_jitter), wait)
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
