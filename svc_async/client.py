@@ -20,7 +20,6 @@ from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack
 
 import orjson
 import yarl
-from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of, static_headers
@@ -28,7 +27,7 @@ from .clock import SYSTEM_CLOCK, Clock
 from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
 from .models import RateLimit
 from .pipeline import Call, Env, Tracker, run
-from .ratelimit import Pacer, parse_rate_limit
+from .ratelimit import Pacer
 from .redact import redact_url
 from .resources._base import CallOptions
 from .resources.entries import Entries
@@ -37,7 +36,7 @@ from .resources.jobs import Jobs
 from .resources.orgs import Orgs
 from .resources.seasons import Seasons
 from .retry import RetryBudget, RetryPolicy
-from .transport import AiohttpTransport, Response, Timeout, Transport
+from .transport import AiohttpTransport, Timeout, Transport
 from .types import AttemptTimeoutArg, Progress
 from .types import TimeoutArg as TimeoutArg  # the old home of the name still works
 
@@ -124,14 +123,10 @@ class _Shared:
         "budget",
         "clock",
         "env",
-        "headers",
         "loop",
         "owns_transport",
         "pacer",
-        "rate_headers",
-        "rate_limit",
         "rng",
-        "server_date",
         "transport",
         "urls",
     )
@@ -154,11 +149,7 @@ class _Shared:
         self.pacer = pacer
         self.budget = budget
         self.rng = rng
-        self.rate_limit: RateLimit | None = None
-        self.rate_headers: Mapping[str, str] | None = None
         self.urls: dict[tuple[str, str], yarl.URL] = {}
-        self.headers: dict[bool, tuple[Mapping[str, str] | None, Mapping[str, str]]] = {}
-        self.server_date: str | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.env: Env
 
@@ -233,6 +224,10 @@ class Client:
                 rate_limit.clock = clock  # one timeline for the pacer and the deadlines
         else:
             pacer = Pacer(clock=clock) if rate_limit else None
+        headers = {
+            "User-Agent": user_agent or f"svc-async/{__version__}",
+            "Accept": "application/json",
+        }
         self._shared = shared = _Shared(
             transport=transport or AiohttpTransport(),
             owns_transport=True,  # httpx's rule: a client closes the transport it was given
@@ -247,9 +242,8 @@ class Client:
             auth_headers=lambda: auth.headers(self._account_call),
             static_auth=static_headers(auth),
             renew=lambda rejected: auth.renew(self._account_call, rejected),
-            headers=self._request_headers,
+            default_headers=headers,
             secrets=self._secrets,
-            observe=self._observe,
             pacer=pacer,
             budget=shared.budget,
             rng=shared.rng,
@@ -261,10 +255,7 @@ class Client:
         self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
         self._attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT if per == "default" else per
         self._retry = retry or RetryPolicy()
-        self._headers = {
-            "User-Agent": user_agent or f"svc-async/{__version__}",
-            "Accept": "application/json",
-        }
+        self._headers = headers
         self.webhooks = webhooks
         """The receiver whose deliveries wake ``jobs.wait`` (None: polling only)."""
         self.creation_tags = creation_tags
@@ -337,17 +328,12 @@ class Client:
     @property
     def rate_limit(self) -> RateLimit | None:
         """The ``x-ratelimit-*`` headers of the last response that had them."""
-        shared = self._shared
-        if shared.rate_headers is not None:
-            # Parsed on demand: without pacing nothing else needs them on every response.
-            shared.rate_limit = parse_rate_limit(shared.rate_headers)
-            shared.rate_headers = None
-        return shared.rate_limit
+        return self._shared.env.seen.rate_limit
 
     @property
     def server_date(self) -> str | None:
         """The ``Date`` header of the last response that had one (the server's clock)."""
-        return self._shared.server_date
+        return self._shared.env.seen.server_date
 
     @property
     def base_url(self) -> str:
@@ -571,24 +557,6 @@ class Client:
         finally:
             tracker.leave(task)
 
-    def _observe(self, response: Response | None) -> None:
-        """Release the pacer and keep the last rate-limit headers and Date seen (public props)."""
-        shared = self._shared
-        rate = None
-        if shared.pacer is not None:
-            rate = shared.pacer.release(
-                None if response is None else response.headers,
-                None if response is None else response.status,
-            )
-        if response is None:
-            return
-        headers = response.headers
-        if rate is not None:
-            shared.rate_limit, shared.rate_headers = rate, None
-        elif "x-ratelimit-remaining" in headers:
-            shared.rate_headers = headers
-        shared.server_date = headers.get("Date", shared.server_date)
-
     def _url(self, host: Host, path: str) -> yarl.URL:
         """The URL of ``path`` on ``host``, parsed once: paths repeat, parsing costs µs."""
         urls = self._shared.urls
@@ -599,18 +567,6 @@ class Client:
             base = self._account if host == "account" else self._base
             url = urls[host, path] = yarl.URL(base + path)
         return url
-
-    def _request_headers(
-        self, auth_headers: Mapping[str, str] | None, has_body: bool
-    ) -> CIMultiDictProxy[str]:
-        """Default + auth (+ JSON) headers, merged once per distinct auth header mapping."""
-        cached = self._shared.headers.get(has_body)
-        if cached is not None and cached[0] is auth_headers:
-            return cached[1]  # type: ignore[return-value]
-        merged = {**self._headers, **(_JSON_HEADERS if has_body else {}), **(auth_headers or {})}
-        proxy = CIMultiDictProxy(CIMultiDict(merged))
-        self._shared.headers[has_body] = (auth_headers, proxy)
-        return proxy
 
 
 def _origin_of(frame: Any) -> str:

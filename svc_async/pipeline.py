@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 import orjson
 import yarl
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import (
@@ -337,17 +338,49 @@ class Tracker:
         return None
 
 
+class Seen:
+    """What the pipeline last saw in answers: rate-limit headers and the server's Date.
+
+    The client's ``rate_limit`` and ``server_date`` read it; the headers are parsed only
+    when asked for (without pacing nothing else needs them on every response).
+    """
+
+    __slots__ = ("_rate", "_rate_headers", "server_date")
+
+    def __init__(self) -> None:
+        self._rate: RateLimit | None = None
+        self._rate_headers: Mapping[str, str] | None = None
+        self.server_date: str | None = None
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        """The ``x-ratelimit-*`` headers of the last response that had them."""
+        if self._rate_headers is not None:
+            self._rate = parse_rate_limit(self._rate_headers)
+            self._rate_headers = None
+        return self._rate
+
+
+_JSON_HEADERS = {"Content-Type": "application/json"}
+
+
 @attrs.define(slots=True, kw_only=True)
 class Env:
-    """The client-wide pieces a call runs through (shared by concurrent calls)."""
+    """The client-wide pieces a call runs through (shared by concurrent calls).
+
+    The pipeline's own state lives here (``tracker``, ``seen``, the merged headers);
+    the client hands in values. Still callables into the client: ``auth_headers`` and
+    ``renew`` (a login goes out through the client's account call) and ``secrets``
+    (an API key's tokens change as it renews).
+    """
 
     transport: Transport
     auth_headers: Callable[[], Awaitable[Mapping[str, str]]]
     static_auth: Mapping[str, str] | None = None
     renew: Callable[[Mapping[str, str]], Awaitable[bool]]
-    headers: Callable[[Mapping[str, str] | None, bool], Mapping[str, str]]
+    default_headers: Mapping[str, str]
+    """Sent with every call (User-Agent, Accept); auth and Content-Type are added."""
     secrets: Callable[[], tuple[str, ...]]
-    observe: Callable[[Response | None], None]
     pacer: Pacer | None
     budget: RetryBudget
     rng: random.Random
@@ -358,6 +391,46 @@ class Env:
     ``enforces_timeout = True``); otherwise the pipeline cuts each send off."""
     clock: Clock = SYSTEM_CLOCK
     """Deadlines, backoff sleeps and ``Retry-After`` dates are read on this clock."""
+    seen: Seen = attrs.field(factory=Seen)
+    """The last rate-limit headers and server Date seen."""
+    merged: dict[bool, tuple[Mapping[str, str] | None, CIMultiDictProxy[str]]] = attrs.field(
+        factory=dict
+    )
+    """The request headers last merged, with and without a body, by the auth they hold."""
+
+
+def request_headers(
+    env: Env, auth_headers: Mapping[str, str] | None, has_body: bool
+) -> CIMultiDictProxy[str]:
+    """Default + auth (+ JSON) headers, merged once per distinct auth header mapping."""
+    cached = env.merged.get(has_body)
+    if cached is not None and cached[0] is auth_headers:
+        return cached[1]
+    merged = {
+        **env.default_headers,
+        **(_JSON_HEADERS if has_body else {}),
+        **(auth_headers or {}),
+    }
+    proxy = CIMultiDictProxy(CIMultiDict(merged))
+    env.merged[has_body] = (auth_headers, proxy)
+    return proxy
+
+
+def observe(env: Env, response: Response | None) -> None:
+    """After each attempt: release the pacer and keep what the answer says (``seen``)."""
+    rate = None
+    if env.pacer is not None:
+        rate = env.pacer.release(
+            None if response is None else response.headers,
+            None if response is None else response.status,
+        )
+    if response is not None:
+        seen, headers = env.seen, response.headers
+        if rate is not None:
+            seen._rate, seen._rate_headers = rate, None
+        elif "x-ratelimit-remaining" in headers:
+            seen._rate_headers = headers
+        seen.server_date = headers.get("Date", seen.server_date)
 
 
 def decode_json(response: Response) -> Any:
@@ -495,7 +568,7 @@ async def run(env: Env, call: Call) -> Any:
                 auth = env.static_auth
             else:
                 auth = await env.auth_headers()
-            headers = env.headers(auth, has_body)
+            headers = request_headers(env, auth, has_body)
             if env.pacer is not None and not env.pacer.admit():
                 await _pace(env.pacer, call, deadline, loop)
             now = clock.now()
@@ -521,7 +594,7 @@ async def run(env: Env, call: Call) -> Any:
             except (TransportError, ResponseDecodeError) as exc:
                 failure = exc
             finally:
-                env.observe(response)
+                observe(env, response)
             if response is not None and logger.isEnabledFor(logging.DEBUG):
                 logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
             if response is not None and 200 <= response.status < 300:
