@@ -360,6 +360,14 @@ class Seen:
             self._rate_headers = None
         return self._rate
 
+    def record(self, headers: Mapping[str, str], rate: RateLimit | None) -> None:
+        """Keep ``headers``' rate limit (``rate`` when the pacer parsed it) and Date."""
+        if rate is not None:
+            self._rate, self._rate_headers = rate, None
+        elif "x-ratelimit-remaining" in headers:
+            self._rate_headers = headers
+        self.server_date = headers.get("Date", self.server_date)
+
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
 
@@ -425,12 +433,7 @@ def observe(env: Env, response: Response | None) -> None:
             None if response is None else response.status,
         )
     if response is not None:
-        seen, headers = env.seen, response.headers
-        if rate is not None:
-            seen._rate, seen._rate_headers = rate, None
-        elif "x-ratelimit-remaining" in headers:
-            seen._rate_headers = headers
-        seen.server_date = headers.get("Date", seen.server_date)
+        env.seen.record(response.headers, rate)
 
 
 def decode_json(response: Response) -> Any:
