@@ -224,3 +224,22 @@ async def test_the_aiohttp_transport_ends_a_stalled_exchange_at_the_deadline() -
     finally:
         release.set()
         await runner.cleanup()
+
+
+async def test_a_download_ends_by_its_timeout() -> None:
+    import io
+
+    async def slow(request: Request) -> Response:
+        await asyncio.sleep(3.0)
+        return Response(200, content=b"x")
+
+    transport = MockTransport(slow)
+    async with Client(URL, token="t", transport=transport) as svc:
+        start = _now()
+        with pytest.raises(RequestTimeout):
+            await svc.download("https://files.example/a.mp3", io.BytesIO(), timeout=0.5)
+        assert 0.5 <= _now() - start < 0.55
+        limits = Timeout(total=None, connect=1.0, read=2.0)
+        with pytest.warns(DeprecationWarning, match="attempt_timeout"):
+            await svc.download("https://files.example/a.mp3", io.BytesIO(), timeout=limits)
+    assert transport.requests[-1].timeout == limits  # the old meaning: each exchange
