@@ -383,10 +383,10 @@ class Jobs(Resource):
 
         Finished: Processed, Submitted or Errored (and the legacy Completed/Confirmed), or
         any job with an ``errorMessage``. ``timeout`` bounds the whole wait in seconds,
-        polls and pauses included (default ``policy.timeout``); it is not a per-request
-        limit. ``JobWaitTimeout`` carries the last snapshot. ``on_status`` (sync or async)
-        sees each status change. With ``Client(webhooks=receiver)`` the wait wakes on the
-        job's webhook delivery.
+        polls and pauses included (default ``policy.timeout``), as a call's ``timeout``
+        bounds the whole call; each poll gets only what is left. ``JobWaitTimeout``
+        carries the last snapshot. ``on_status`` (sync or async) sees each status change.
+        With ``Client(webhooks=receiver)`` the wait wakes on the job's webhook delivery.
         """
         from .. import polling
 
