@@ -8,13 +8,14 @@ and the decoded JSON goes back to the sub-client, which structures it into model
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import random
 import sys
 import traceback
 import warnings
-from collections.abc import Awaitable, Coroutine, Mapping
+from collections.abc import Awaitable, Coroutine
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack
 
@@ -22,11 +23,11 @@ import orjson
 import yarl
 
 from ._version import __version__
-from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of, static_headers
+from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
 from .models import RateLimit
-from .pipeline import Call, Env, Tracker, run
+from .pipeline import Call, Env, Tracker, auth_headers, run
 from .ratelimit import Pacer
 from .redact import redact_url
 from .resources._base import CallOptions
@@ -224,6 +225,11 @@ class Client:
                 rate_limit.clock = clock  # one timeline for the pacer and the deadlines
         else:
             pacer = Pacer(clock=clock) if rate_limit else None
+        whole, per = _split(timeout, attempt_timeout, stacklevel=2)
+        self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
+        self._attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT if per == "default" else per
+        self._retry = retry or RetryPolicy()
+        self._origin = _origin_of(sys._getframe(1))
         headers = {
             "User-Agent": user_agent or f"svc-async/{__version__}",
             "Accept": "application/json",
@@ -239,22 +245,21 @@ class Client:
         )
         shared.env = Env(
             transport=shared.transport,
-            auth_headers=lambda: auth.headers(self._account_call),
+            auth=auth,
             static_auth=static_headers(auth),
-            renew=lambda rejected: auth.renew(self._account_call, rejected),
+            account_url=self._account,
+            # Logins run under the client's own settings (and the deadline of the call
+            # that needs them), whatever view made that call.
+            login_timeout=self._retry.timeout or self._timeout,
+            login_attempt_timeout=self._attempt_timeout,
+            login_policy=self._retry,
             default_headers=headers,
-            secrets=self._secrets,
             pacer=pacer,
             budget=shared.budget,
             rng=shared.rng,
             transport_cuts=getattr(shared.transport, "enforces_timeout", False) is True,
             clock=clock,
         )
-        self._origin = _origin_of(sys._getframe(1))
-        whole, per = _split(timeout, attempt_timeout, stacklevel=2)
-        self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
-        self._attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT if per == "default" else per
-        self._retry = retry or RetryPolicy()
         self._headers = headers
         self.webhooks = webhooks
         """The receiver whose deliveries wake ``jobs.wait`` (None: polling only)."""
@@ -430,7 +435,7 @@ class Client:
         self._check_usable()
         env = DownloadEnv(
             transport=self._shared.transport,
-            auth_headers=self._shared.env.auth_headers,
+            auth_headers=functools.partial(auth_headers, self._shared.env),
             user_agent=self._headers["User-Agent"],
             api_urls=(self._base, self._account),
         )
@@ -483,19 +488,6 @@ class Client:
         )
 
     # the pipeline
-
-    async def _account_call(self, path: str, body: Mapping[str, Any]) -> Any:
-        """POST to the account host without auth (login and token refresh).
-
-        Safe to repeat (a repeated login only issues another token), so transport errors
-        are retried within the call's deadline like any idempotent call.
-        """
-        return await self._send(
-            "POST", path, body, host="account", idempotent=True, authenticate=False
-        )
-
-    def _secrets(self) -> tuple[str, ...]:
-        return secrets_of(self._shared.auth)
 
     def _send(
         self, method: str, path: str, body: Any = None, /, **options: Unpack[CallOptions]

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import contextvars
 import enum
+import functools
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
@@ -32,6 +33,7 @@ import orjson
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from .auth import AccountCall, Auth, secrets_of
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import (
     APIError,
@@ -377,18 +379,21 @@ class Env:
     """The client-wide pieces a call runs through (shared by concurrent calls).
 
     The pipeline's own state lives here (``tracker``, ``seen``, the merged headers);
-    the client hands in values. Still callables into the client: ``auth_headers`` and
-    ``renew`` (a login goes out through the client's account call) and ``secrets``
-    (an API key's tokens change as it renews).
+    the client hands in values, none of them a callable back into it. An auth login or
+    renewal is a call of its own (``account_call``): a POST to ``account_url`` without
+    credentials, under the ``login_*`` settings and the deadline of the call it serves.
     """
 
     transport: Transport
-    auth_headers: Callable[[], Awaitable[Mapping[str, str]]]
+    auth: Auth
     static_auth: Mapping[str, str] | None = None
-    renew: Callable[[Mapping[str, str]], Awaitable[bool]]
+    account_url: str
+    """The account host's base URL (login and refresh)."""
+    login_timeout: float | None
+    login_attempt_timeout: Timeout
+    login_policy: RetryPolicy
     default_headers: Mapping[str, str]
     """Sent with every call (User-Agent, Accept); auth and Content-Type are added."""
-    secrets: Callable[[], tuple[str, ...]]
     pacer: Pacer | None
     budget: RetryBudget
     rng: random.Random
@@ -405,6 +410,42 @@ class Env:
         factory=dict
     )
     """The request headers last merged, with and without a body, by the auth they hold."""
+    account_call: AccountCall = attrs.field(init=False)
+    """POST to the account host without auth (what ``Auth.headers``/``renew`` call)."""
+
+    def __attrs_post_init__(self) -> None:
+        self.account_call = functools.partial(_account_call, self)
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every credential the auth holds now (tokens change as an API key renews)."""
+        return secrets_of(self.auth)
+
+
+async def _account_call(env: Env, path: str, body: Mapping[str, Any]) -> Any:
+    """POST ``body`` to ``path`` on the account host without auth: login and refresh.
+
+    Safe to repeat (a repeated login only issues another token), so transport errors
+    are retried within the deadline like any idempotent call; the deadline of the call
+    that needed the login bounds it too.
+    """
+    call = Call(
+        method="POST",
+        url=yarl.URL(env.account_url + path),
+        content=orjson.dumps(body),
+        idempotent=True,
+        timeout=env.login_timeout,
+        attempt_timeout=env.login_attempt_timeout,
+        policy=env.login_policy,
+        authenticate=False,
+    )
+    return await run(env, call)
+
+
+async def auth_headers(env: Env) -> Mapping[str, str]:
+    """The credentials for the next request (logging in first when needed)."""
+    if env.static_auth is not None:
+        return env.static_auth
+    return await env.auth.headers(env.account_call)
 
 
 def request_headers(
@@ -570,7 +611,7 @@ async def run(env: Env, call: Call) -> Any:
             elif env.static_auth is not None:
                 auth = env.static_auth
             else:
-                auth = await env.auth_headers()
+                auth = await env.auth.headers(env.account_call)
             headers = request_headers(env, auth, has_body)
             if env.pacer is not None and not env.pacer.admit():
                 await _pace(env.pacer, call, deadline, loop)
@@ -613,7 +654,7 @@ async def run(env: Env, call: Call) -> Any:
             action = decision.action
             if action is Action.RENEW:
                 renewed = True
-                if await env.renew(headers):
+                if await env.auth.renew(env.account_call, headers):
                     attempt -= 1
                     continue
                 raise failure

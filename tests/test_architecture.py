@@ -98,7 +98,7 @@ ALLOWED = {
     "types": {"transport"},
     "auth": {"errors"},
     "ratelimit": {"clock", "errors", "models", "retry"},
-    "pipeline": {"clock", "errors", "models", "ratelimit", "redact", "retry", "transport"},
+    "pipeline": {"auth", "clock", "errors", "models", "ratelimit", "redact", "retry", "transport"},
     "invites": {"_validate"},
     "downloads": {"errors", "redact", "transport", "types"},
 }
