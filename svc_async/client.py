@@ -27,7 +27,7 @@ from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
 from .models import RateLimit
-from .pipeline import Call, Env, Tracker, auth_headers, run
+from .pipeline import Call, Env, Tracker, auth_headers, deadline_scope, run
 from .ratelimit import Pacer
 from .redact import redact_url
 from .resources._base import CallOptions
@@ -444,8 +444,10 @@ class Client:
         if seconds is None:
             return await self._tracked(work, what)
         try:
-            async with asyncio.timeout(seconds) as timer:
-                return await self._tracked(work, what)
+            # A login the download needs ends by its deadline too.
+            with deadline_scope(self._shared.clock.now() + seconds):
+                async with asyncio.timeout(seconds) as timer:
+                    return await self._tracked(work, what)
         except TimeoutError:
             if not timer.expired():
                 raise

@@ -243,3 +243,22 @@ async def test_a_download_ends_by_its_timeout() -> None:
         with pytest.warns(DeprecationWarning, match="attempt_timeout"):
             await svc.download("https://files.example/a.mp3", io.BytesIO(), timeout=limits)
     assert transport.requests[-1].timeout == limits  # the old meaning: each exchange
+
+
+async def test_an_auth_renewal_ends_by_the_calls_timeout() -> None:
+    async def handler(request: Request) -> Response:
+        path = request.url.path
+        if path == "/api/auth/api-key/login":
+            return json_response({"accessToken": "a1", "refreshToken": "r1"})
+        if path == "/api/auth/access-token/refresh":
+            await asyncio.sleep(3.0)  # a refresh that hangs
+            return json_response({"accessToken": "a2", "refreshToken": "r2"})
+        return Response(401)  # every token is refused: the call renews
+
+    transport = MockTransport(handler)
+    async with Client(URL, auth=ApiKeyAuth("kid", "secret"), transport=transport) as svc:
+        start = _now()
+        with pytest.raises(RequestTimeout):
+            await svc.seasons.list(timeout=0.5)
+        assert _now() - start < 0.55
+    assert [r.url.path for r in transport.requests][-1] == "/api/auth/access-token/refresh"
