@@ -262,3 +262,14 @@ async def test_an_auth_renewal_ends_by_the_calls_timeout() -> None:
             await svc.seasons.list(timeout=0.5)
         assert _now() - start < 0.55
     assert [r.url.path for r in transport.requests][-1] == "/api/auth/access-token/refresh"
+
+
+async def test_a_transport_that_enforces_request_timeout_gets_no_second_timer() -> None:
+    """``enforces_timeout = True`` is the transport's promise; the pipeline then trusts it."""
+    handler = _Slow(3.0)
+    transport = MockTransport(handler)
+    transport.enforces_timeout = True  # type: ignore[attr-defined]  # a false promise here
+    async with Client(URL, token="t", transport=transport) as svc:
+        start = _now()
+        assert await svc.seasons.list(timeout=0.5) == []
+        assert _now() - start >= 3.0
