@@ -39,7 +39,9 @@ from .transport import AiohttpTransport, Response, Timeout, Transport
 from .types import Progress
 from .types import TimeoutArg as TimeoutArg  # the old home of the name still works
 
-if TYPE_CHECKING:  # downloads and webhooks load on first use
+if TYPE_CHECKING:  # downloads, webhooks and tracing load on first use
+    from opentelemetry.trace import TracerProvider
+
     from .downloads import DownloadResult
     from .webhooks import WebhookReceiver
 
@@ -128,7 +130,9 @@ class Client:
     through ``svc.orgs``, ``svc.seasons``, ``svc.events``, ``svc.entries`` and
     ``svc.jobs``. ``base_url`` and ``token`` default to ``SVC_BASE_URL`` and
     ``SVC_API_TOKEN``; ``account_url`` (default ``SVC_ACCOUNT_URL``, else ``base_url``)
-    serves ``GET /api/orgs/me`` and API-key login.
+    serves ``GET /api/orgs/me`` and API-key login. ``tracing=True`` (the ``otel``
+    extra) runs each call in an OpenTelemetry span of the global tracer provider, or of
+    the ``TracerProvider`` given (see ``svc_async.tracing``).
     """
 
     def __init__(
@@ -146,6 +150,7 @@ class Client:
         user_agent: str | None = None,
         retry_budget: RetryBudget | None = None,
         creation_tags: bool = True,
+        tracing: bool | TracerProvider = False,
     ) -> None:
         base_url = base_url or os.environ.get("SVC_BASE_URL")
         if not base_url:
@@ -185,6 +190,7 @@ class Client:
             rng=shared.rng,
             active=shared.active,
             closed=lambda: shared.closed,
+            trace=_trace_hook(tracing),
         )
         self._origin = _origin_of(sys._getframe(1))
         self._timeout = _timeout(timeout)
@@ -376,7 +382,14 @@ class Client:
         if idempotent is None:
             idempotent = method in ("GET", "HEAD", "OPTIONS")
         return await self._send(
-            method, path, json, host=host, idempotent=idempotent, timeout=timeout, retry=retry
+            method,
+            path,
+            json,
+            host=host,
+            idempotent=idempotent,
+            timeout=timeout,
+            retry=retry,
+            operation="request",
         )
 
     # the pipeline
@@ -388,7 +401,13 @@ class Client:
         are retried within the call's deadline like any idempotent call.
         """
         return await self._send(
-            "POST", path, body, host="account", idempotent=True, authenticate=False
+            "POST",
+            path,
+            body,
+            host="account",
+            idempotent=True,
+            authenticate=False,
+            operation="auth." + path.rsplit("/", 1)[-1],
         )
 
     def _secrets(self) -> tuple[str, ...]:
@@ -409,6 +428,7 @@ class Client:
         decode: Decoder | None = None,
         stream_decode: StreamDecoder | None = None,
         reply: bool = False,
+        operation: str = "",
     ) -> Coroutine[Any, Any, Any]:
         """Send one logical call through the pipeline (await the result).
 
@@ -433,6 +453,7 @@ class Client:
             stream_decode=stream_decode,
             resolve=resolve,
             reply=reply,
+            operation=operation,
         )
         return run(shared.env, call)
 
@@ -504,6 +525,21 @@ class Client:
         proxy = CIMultiDictProxy(CIMultiDict(merged))
         self._shared.headers[has_body] = (auth_headers, proxy)
         return proxy
+
+
+def _trace_hook(tracing: object) -> Any:
+    """``Env.trace`` for ``Client(tracing=...)``: None when off (nothing imported)."""
+    if tracing is False:
+        return None
+    if tracing is not True and not callable(getattr(tracing, "get_tracer", None)):
+        raise TypeError("tracing must be True, False or an OpenTelemetry TracerProvider")
+    try:
+        from .tracing import call_tracer
+    except ImportError as exc:
+        raise ImportError(
+            "Client(tracing=...) needs OpenTelemetry: pip install 'svc-async[otel]'"
+        ) from exc
+    return call_tracer(None if tracing is True else tracing)  # type: ignore[arg-type]
 
 
 def _origin_of(frame: Any) -> str:

@@ -24,7 +24,7 @@ import enum
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import orjson
@@ -234,6 +234,19 @@ class Reply:
         return self._meta
 
 
+class CallSpan(Protocol):
+    """What a trace of one call hears from the pipeline (``svc_async.tracing``)."""
+
+    def attempt(self, number: int, status: int | None, failure: SvcError | None) -> None:
+        """Attempt ``number`` ended: its HTTP status, or the failure when none came."""
+
+    def paced(self, seconds: float) -> None:
+        """The pacer held the call back for ``seconds`` before an attempt."""
+
+    def retrying(self, attempt: int, wait: float, reason: str) -> None:
+        """Attempt ``attempt`` follows after ``wait`` seconds, because of ``reason``."""
+
+
 @attrs.define(slots=True, kw_only=True)
 class Call:
     """Everything one logical call needs; built by the client from a resource's request.
@@ -254,6 +267,10 @@ class Call:
     resolve: Resolver | None = None
     reply: bool = False
     """Return the ``Reply`` (data and response metadata) rather than the data alone."""
+    operation: str = ""
+    """The SDK call this is (``jobs.get``), named by its sub-client: the name of its span."""
+    span: CallSpan | None = None
+    """The trace that hears this call's attempts, holds and retries (set by ``Env.trace``)."""
 
 
 @attrs.define(slots=True, kw_only=True)
@@ -274,6 +291,8 @@ class Env:
     """The tasks running calls (a count per task: calls nest), for ``closed`` to end."""
     closed: Callable[[], bool] = lambda: False
     """Whether the client was closed: a call cancelled then raises ClientClosedError."""
+    trace: Callable[[Env, Call], Awaitable[Any]] | None = None
+    """Runs a call inside a span (``svc_async.tracing``); it calls ``run`` with ``Call.span``."""
 
 
 def decode_json(response: Response) -> Any:
@@ -360,6 +379,8 @@ async def run(env: Env, call: Call) -> Any:
     counted in ``env.active`` meanwhile; cancelled because the client closed, the call
     raises ``ClientClosedError``.
     """
+    if env.trace is not None and call.span is None:
+        return await env.trace(env, call)
     loop = asyncio.get_running_loop()
     task = asyncio.current_task(loop)
     active = env.active
@@ -403,6 +424,8 @@ async def run(env: Env, call: Call) -> Any:
                 env.observe(response)
             if response is not None and logger.isEnabledFor(logging.DEBUG):
                 logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
+            if call.span is not None:
+                call.span.attempt(attempt, None if response is None else response.status, failure)
             if response is not None and 200 <= response.status < 300:
                 if data is _NO_DATA and failure is None:
                     try:
@@ -445,8 +468,11 @@ async def run(env: Env, call: Call) -> Any:
 
 async def _pace(pacer: Pacer, call: Call, deadline: float | None, loop: Any) -> None:
     """Wait for the pacer; a wait beyond the deadline raises RateLimitError at once."""
+    start = loop.time()
     try:
         await pacer.acquire(deadline, loop)
+        if call.span is not None:
+            call.span.paced(loop.time() - start)
     except PacingExceedsDeadline as exc:
         error = RateLimitError(429, method=call.method, url=redact_url(call.url))
         error.retry_after = exc.wait
@@ -527,4 +553,6 @@ def _wait_before_retry(
         decision.reason,
         wait,
     )
+    if call.span is not None:
+        call.span.retrying(attempt + 1, wait, decision.reason)
     return wait

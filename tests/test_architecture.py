@@ -100,6 +100,7 @@ ALLOWED = {
     "pipeline": {"errors", "models", "ratelimit", "redact", "retry", "transport"},
     "invites": {"_validate"},
     "downloads": {"errors", "redact", "transport", "types"},
+    "tracing": {"_version", "errors", "pipeline", "redact"},
 }
 
 

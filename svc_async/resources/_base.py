@@ -17,7 +17,8 @@ class Send(Protocol):
     """Run one call through the client's pipeline.
 
     Returns the decoded data, or with ``reply=True`` a ``Reply``: the data with the
-    metadata of the response that carried it.
+    metadata of the response that carried it. ``operation`` names the SDK call
+    (``jobs.get``): traces name their spans after it.
     """
 
     def __call__(
@@ -33,6 +34,7 @@ class Send(Protocol):
         resolve: Resolver | None = None,
         stream_decode: StreamDecoder | None = None,
         reply: bool = False,
+        operation: str = "",
     ) -> Awaitable[Any]: ...
 
 

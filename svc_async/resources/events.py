@@ -38,7 +38,13 @@ class Events(Resource):
         if organisation_id is not None:
             body["organisationId"] = v.positive_id(organisation_id, "organisation_id")
         data = await self._send(
-            "POST", PATH, body or None, idempotent=True, timeout=timeout, retry=retry
+            "POST",
+            PATH,
+            body or None,
+            idempotent=True,
+            timeout=timeout,
+            retry=retry,
+            operation="events.list",
         )
         return structure(data, builtins.list[Event])
 

@@ -196,6 +196,7 @@ class Jobs(Resource):
                 timeout=timeout,
                 retry=retry,
                 resolve=resolve,
+                operation="jobs.create",
             )
         except asyncio.CancelledError:
             if tag is not None:
@@ -278,7 +279,9 @@ class Jobs(Resource):
     ) -> VerificationJob:
         """One job in full, with its recording and licence data once processed."""
         path = GET_PATH.format(id=v.positive_id(job_id, "job_id"))
-        data = await self._send("GET", path, idempotent=True, timeout=timeout, retry=retry)
+        data = await self._send(
+            "GET", path, idempotent=True, timeout=timeout, retry=retry, operation="jobs.get"
+        )
         return structure(data, VerificationJob)
 
     async def search(
@@ -308,7 +311,13 @@ class Jobs(Resource):
         if organisation is not None:
             body["orgId"] = organisation
         data = await self._send(
-            "POST", SEARCH_PATH, body, idempotent=True, timeout=timeout, retry=retry
+            "POST",
+            SEARCH_PATH,
+            body,
+            idempotent=True,
+            timeout=timeout,
+            retry=retry,
+            operation="jobs.search",
         )
         return structure(data, JobSearchResults)
 

@@ -25,7 +25,13 @@ class Orgs(Resource):
     ) -> builtins.list[Organisation]:
         """Every organisation the account can access."""
         data = await self._send(
-            "GET", PATH, host="account", idempotent=True, timeout=timeout, retry=retry
+            "GET",
+            PATH,
+            host="account",
+            idempotent=True,
+            timeout=timeout,
+            retry=retry,
+            operation="orgs.list",
         )
         return structure(data, builtins.list[Organisation])
 

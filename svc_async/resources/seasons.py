@@ -24,5 +24,7 @@ class Seasons(Resource):
         retry: RetryPolicy | None = None,
     ) -> builtins.list[Season]:
         """Every season the account can access."""
-        data = await self._send("GET", PATH, idempotent=True, timeout=timeout, retry=retry)
+        data = await self._send(
+            "GET", PATH, idempotent=True, timeout=timeout, retry=retry, operation="seasons.list"
+        )
         return structure(data, builtins.list[Season])
