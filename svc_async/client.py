@@ -135,6 +135,11 @@ class Client:
     the ``TracerProvider`` given (see ``svc_async.tracing``).
     """
 
+    webhooks: WebhookReceiver | None
+    """The receiver whose deliveries wake ``jobs.wait`` (None: polling only)."""
+    creation_tags: bool
+    """Whether ``jobs.create`` tags each job so an ambiguous create can be found again."""
+
     def __init__(
         self,
         base_url: str | yarl.URL | None = None,
@@ -200,7 +205,6 @@ class Client:
             "Accept": "application/json",
         }
         self.webhooks = webhooks
-        """The receiver whose deliveries wake ``jobs.wait`` (None: polling only)."""
         self.creation_tags = creation_tags
         self._resources()
 

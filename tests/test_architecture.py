@@ -7,6 +7,8 @@ Imports are read from the source (at any depth, so lazy imports count); those un
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -177,3 +179,28 @@ def test_architecture_md_names_every_room_and_the_readme_points_to_it() -> None:
     for sub in ("cli/", "testing/"):
         assert f"`{sub}`" in text
     assert "ARCHITECTURE.md" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_every_public_name_resolves_and_the_lazy_ones_load_on_first_use() -> None:
+    """``__all__`` names what ``svc_async`` gives; the feature modules load only when used."""
+    code = (
+        "import sys, svc_async\n"
+        "lazy = ['svc_async.webhooks', 'svc_async.downloads', 'svc_async.polling',"
+        " 'svc_async.bulk', 'svc_async.sync', 'svc_async.tracing']\n"
+        "print([m for m in lazy if m in sys.modules])\n"
+        "missing = [n for n in svc_async.__all__ if getattr(svc_async, n, None) is None]\n"
+        "print(missing)\n"
+        "from svc_async import DownloadResult, EntryUpdate, OutputFileUpdate\n"
+        "print(DownloadResult.__module__, EntryUpdate.__module__, OutputFileUpdate.__module__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.splitlines()
+    assert out == [
+        "[]",
+        "[]",
+        "svc_async.downloads svc_async.webhooks svc_async.webhooks",
+    ]
+    for name in ("DownloadResult", "EntryUpdate", "OutputFileUpdate", "TimeoutArg"):
+        assert name in svc_async.__all__

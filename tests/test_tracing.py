@@ -4,10 +4,14 @@ pass without sleeping."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import logging
+import re
 import subprocess
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -237,3 +241,39 @@ def test_tracing_without_the_extra_says_which_extra_to_install(
     monkeypatch.delitem(sys.modules, "svc_async.tracing", raising=False)
     with pytest.raises(ImportError, match=r"pip install 'svc-async\[otel\]'"):
         Client("https://a.example", token="t", tracing=True)
+
+
+LOGGING_PAGE = Path(__file__).parents[1] / "docs" / "guides" / "logging.md"
+
+
+def _python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
+
+
+async def _run_block(source: str) -> None:
+    code = compile(source, str(LOGGING_PAGE), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    result = eval(code, {"__name__": "__logging_page__"})
+    if result is not None:
+        await result
+
+
+async def test_the_logging_page_shows_the_debug_line_it_documents(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    blocks = _python_blocks(LOGGING_PAGE.read_text())
+    assert len(blocks) == 2
+    logger = logging.getLogger("svc_async")
+    level = logger.level
+    try:
+        await _run_block(blocks[0])
+    finally:
+        logger.setLevel(level)
+    shown = blocks[0].strip().splitlines()[-1].removeprefix("# ")
+    level_name, name, message = shown.split(" ", 2)
+    assert (level_name, name.rstrip(":"), message) in [
+        (r.levelname, r.name, r.getMessage()) for r in caplog.records
+    ]
+
+
+async def test_the_logging_page_tracing_example_runs() -> None:
+    await _run_block(_python_blocks(LOGGING_PAGE.read_text())[1])
