@@ -5,12 +5,10 @@ pass without sleeping."""
 from __future__ import annotations
 
 import ast
-import asyncio
 import logging
 import re
 import subprocess
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +27,8 @@ from svc_async import (
     Response,
     RetryPolicy,
     json_response,
-    ratelimit,
 )
+from svc_async.testing import VirtualClock
 
 from .conftest import load
 
@@ -61,15 +59,7 @@ def _client(handler: Any, provider: TracerProvider, **options: Any) -> Client:
     )
 
 
-@pytest.fixture
-def pacer_on_loop_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The pacer reads the event loop's (virtual) clock instead of time.monotonic."""
-    clock = types.SimpleNamespace(monotonic=lambda: asyncio.get_running_loop().time())
-    monkeypatch.setattr(ratelimit, "time", clock)
-
-
 @pytest.mark.looptime
-@pytest.mark.usefixtures("pacer_on_loop_time")
 async def test_a_paced_call_that_retries_shows_its_hold_retry_and_attempts(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
@@ -93,7 +83,7 @@ async def test_a_paced_call_that_retries_shows_its_hold_retry_and_attempts(
     def handler(request: Request) -> Response:
         return answers.pop(0)
 
-    async with _client(handler, provider) as svc:
+    async with _client(handler, provider, clock=VirtualClock()) as svc:
         await svc.jobs.get(job["id"])
         await svc.jobs.get(job["id"])
 
