@@ -101,10 +101,11 @@ def test_public_readme_points_relative_links_at_a_base_url_when_there_is_one() -
 def test_the_changelog_keeps_a_changelog_and_lists_this_releases_deprecations() -> None:
     text = (ROOT / "CHANGELOG.md").read_text()
     assert "Keep a Changelog" in text
-    assert "## [Unreleased]" in text
-    assert f"## [{svc_async.__version__}]" in text
-    released = text.split(f"## [{svc_async.__version__}]", 1)[1]
-    deprecated = released.split("### Deprecated", 1)[1]
+    unreleased = text.split("## [Unreleased]", 1)[1].split("\n## [", 1)[0]
+    assert svc_async.__version__ in unreleased  # the release being prepared
+    for heading in ("### Added", "### Changed", "### Deprecated", "### Fixed"):
+        assert heading in unreleased
+    deprecated = unreleased.split("### Deprecated", 1)[1].split("\n### ", 1)[0]
     # Every name that warns with a DeprecationWarning today is listed with its replacement.
     for old, new in [
         ("RetryPolicy(jitter=True/False)", "wait_jitter="),
