@@ -105,6 +105,72 @@ def test_bad_payloads_raise_a_precise_error(body: Any, message: str) -> None:
     assert isinstance(info.value, SvcError)
 
 
+BIG = 2**64 + 1  # orjson would return 1.8446744073709552e19: another id
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "expected"),
+    [
+        (b'{"id": 18446744073709551617, "status": "Processed"}', "job_id", BIG),
+        (
+            b'{"id": 123456789012345678901234567890, "status": "X"}',
+            "job_id",
+            123456789012345678901234567890,
+        ),
+        (b'{"id": "18446744073709551617", "status": "Processed"}', "job_id", BIG),
+        (b'{"id": 42.0, "status": "Processed"}', "job_id", 42),
+        (b'{"id": 5, "status": "Processed", "n": "12345678901234567890123"}', "job_id", 5),
+    ],
+)
+def test_ids_beyond_64_bits_are_read_exactly(body: bytes, field: str, expected: int) -> None:
+    assert getattr(parse_delivery(body), field) == expected
+
+
+def test_big_ids_of_entries_and_output_files_are_exact() -> None:
+    entry = orjson.dumps({**ENTRY, "id": 0}).replace(b'"id":0', b'"id":18446744073709551617')
+    update = parse_entry_update(b'{"entry": ' + entry + b', "seasonId": 36893488147419103233}')
+    assert update.entry.id == BIG and update.season_id == 2**65 + 1
+    output = orjson.dumps({**OUTPUT, "verificationJobId": 1}).replace(
+        b'"verificationJobId":1', b'"verificationJobId":18446744073709551617'
+    )
+    assert parse_output_file(output).job_id == BIG
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"id": 1e20, "status": "Processed"}', "float too large to be an exact id"),
+        (b'{"id": 18446744073709551617.0, "status": "X"}', "float too large"),
+        (b'{"id": -9223372036854775809, "status": "Processed"}', "positive"),
+        (
+            b'{"id": 1, "status": "X", "d": '
+            + b"[" * 1000
+            + b"1234567890123456789"
+            + b"]" * 1000
+            + b"}",
+            "nested too deeply",
+        ),
+    ],
+)
+def test_ids_that_cannot_be_exact_are_refused(body: bytes, message: str) -> None:
+    with pytest.raises(WebhookPayloadError, match=message):
+        parse_delivery(body)
+
+
+async def test_a_big_id_reaches_the_callback_exactly_over_loopback() -> None:
+    receiver = WebhookReceiver(SECRET)
+    seen: list[int] = []
+    receiver.on_status_update(lambda u: seen.append(u.job_id))
+    async with serving(receiver) as url:
+        body = b'{"id": 18446744073709551617, "status": "Processed"}'
+        assert await post(url, body, params={"key": SECRET}) == 204
+        assert (
+            await post(url, b'{"id": 1e20, "status": "Processed"}', params={"key": SECRET}) == 400
+        )
+        await receiver.drain()
+    assert seen == [BIG]
+
+
 def test_wrong_body_type() -> None:
     with pytest.raises(WebhookPayloadError):
         parse_status_update(12)  # type: ignore[arg-type]
