@@ -41,6 +41,7 @@ from svc_async.webhooks import (
     EntryUpdate,
     JobStatusUpdate,
     OutputFileUpdate,
+    RedactedAccessLogger,
     WebhookPayloadError,
     WebhookReceiver,
     feed_sync_state,
@@ -478,6 +479,37 @@ async def test_routes_mount_in_your_own_app() -> None:
         await runner.cleanup()
     with pytest.raises(ValueError):
         receiver.routes("no-slash")
+
+
+@pytest.mark.parametrize("redacted", [False, True])
+async def test_the_access_log_shows_no_secret_with_the_redacted_logger(
+    redacted: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The README's recipe: ``web.AppRunner(app, access_log_class=RedactedAccessLogger)``.
+
+    aiohttp's own access log writes the request line, query string and all.
+    """
+    receiver = WebhookReceiver(SECRET)
+    extra = {"access_log_class": RedactedAccessLogger} if redacted else {}
+    runner = web.AppRunner(receiver.app(), shutdown_timeout=0.1, **extra)
+    await runner.setup()
+    caplog.set_level(logging.INFO, logger="aiohttp.access")
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}{DEFAULT_PATH}"
+        assert await post(url, {"id": 1, "status": "Completed"}, params={"key": SECRET}) == 204
+        assert await post(url, {"id": 1}, params={"key": "wrong-" + SECRET}) == 401
+    finally:
+        await runner.cleanup()
+    lines = [r.getMessage() for r in caplog.records if r.name == "aiohttp.access"]
+    assert len(lines) == 2
+    if not redacted:
+        assert SECRET in lines[0]  # what the recipe used to write to your logs
+        return
+    assert SECRET not in caplog.text
+    assert f"POST {DEFAULT_PATH}?key=[REDACTED] HTTP/1.1" in lines[0] and " 204 " in lines[0]
+    assert " 401 " in lines[1]
 
 
 # ------------------------------------------------------------------ entry updates and output files
