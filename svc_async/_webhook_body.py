@@ -2,8 +2,8 @@
 
 ``StreamReader.read(n)`` returns what is buffered so far, not ``n`` bytes: a body split
 over TCP segments, sent slowly or in chunked encoding comes in pieces. ``read_body``
-gathers the pieces until the end of the body, and refuses a body over the cap or one
-that stops arriving.
+gathers the pieces until the end of the body, and refuses a body over the cap, one that
+stops arriving, or one the sender abandons.
 """
 
 from __future__ import annotations
@@ -11,19 +11,17 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-__all__ = ["BodyIncomplete", "BodyTimeout", "BodyTooLarge", "read_body"]
+import attrs
+
+__all__ = ["BodyRefused", "read_body"]
 
 
-class BodyTooLarge(Exception):
-    """The body is longer than the cap (answered 413)."""
+@attrs.frozen(slots=True, kw_only=True)
+class BodyRefused:
+    """Why a body was not read: 413 (over the cap), 408 (too slow), 400 (cut short)."""
 
-
-class BodyTimeout(Exception):
-    """The body stopped arriving, or took too long as a whole (answered 408)."""
-
-
-class BodyIncomplete(Exception):
-    """The sender went away before the end of the body (answered 400)."""
+    status: int
+    reason: str
 
 
 class _Stream(Protocol):
@@ -32,7 +30,7 @@ class _Stream(Protocol):
 
 async def read_body(
     stream: _Stream, limit: int, *, read_timeout: float, body_timeout: float
-) -> bytes:
+) -> bytes | BodyRefused:
     """All of ``stream`` up to ``limit`` bytes; each piece must come within
     ``read_timeout`` seconds and the whole body within ``body_timeout``."""
     chunks: list[bytes] = []
@@ -46,9 +44,9 @@ async def read_body(
                     return b"".join(chunks)
                 size += len(chunk)
                 if size > limit:
-                    raise BodyTooLarge(f"body over {limit} bytes")
+                    return BodyRefused(status=413, reason=f"body over {limit} bytes")
                 chunks.append(chunk)
     except TimeoutError:
-        raise BodyTimeout(f"body incomplete after {size} bytes") from None
+        return BodyRefused(status=408, reason=f"body incomplete after {size} bytes (too slow)")
     except (ConnectionError, EOFError) as exc:
-        raise BodyIncomplete(f"body incomplete after {size} bytes ({exc})") from None
+        return BodyRefused(status=400, reason=f"body incomplete after {size} bytes ({exc})")

@@ -29,7 +29,7 @@ import attrs
 import yarl
 from aiohttp.web_log import AccessLogger
 
-from ._webhook_body import BodyIncomplete, BodyTimeout, BodyTooLarge, read_body
+from ._webhook_body import BodyRefused, read_body
 from ._webhook_delivery import (
     DeliveryDispatcher,
     DeliveryJob,
@@ -333,24 +333,20 @@ class WebhookReceiver:
         """The whole body, or the answer refusing it (the connection is then closed)."""
         from aiohttp import web
 
-        answer: web.Response
+        body: bytes | BodyRefused
         if request.content_length is not None and request.content_length > MAX_BODY:
-            answer = web.Response(status=413, text=f"webhook body over {MAX_BODY} bytes")
+            body = BodyRefused(status=413, reason=f"body over {MAX_BODY} bytes")
         else:
-            try:
-                return await read_body(
-                    request.content,
-                    MAX_BODY,
-                    read_timeout=self.read_timeout,
-                    body_timeout=self.body_timeout,
-                )
-            except BodyTooLarge:
-                answer = web.Response(status=413, text=f"webhook body over {MAX_BODY} bytes")
-            except BodyTimeout as exc:
-                answer = web.Response(status=408, text=f"webhook {exc}")
-            except BodyIncomplete as exc:
-                answer = web.Response(status=400, text=f"webhook {exc}")
-        logger.warning("webhook refused (%s): %s", request.path, answer.text)
+            body = await read_body(
+                request.content,
+                MAX_BODY,
+                read_timeout=self.read_timeout,
+                body_timeout=self.body_timeout,
+            )
+        if isinstance(body, bytes):
+            return body
+        logger.warning("webhook refused (%s): %s", request.path, body.reason)
+        answer = web.Response(status=body.status, text=f"webhook {body.reason}")
         answer.force_close()
         return answer
 
