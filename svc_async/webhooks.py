@@ -54,6 +54,7 @@ from ._webhook_payloads import (
     parse_output_file,
     parse_status_update,
 )
+from .clock import SYSTEM_CLOCK, Clock
 from .errors import WebhookPayloadError, WebhookVerificationError
 from .redact import redact_url
 from .retry import RetryPolicy
@@ -181,7 +182,8 @@ class WebhookReceiver:
     id, status); an entry delivered with the same content as its previous delivery; the
     same output file status. A delivery counts as seen from its arrival, but is
     forgotten again if its callbacks are given up, so a redelivery is handled anew. Test
-    deliveries never reach callbacks or waiters.
+    deliveries never reach callbacks or waiters. ``clock`` is where the waits between
+    callback attempts run (default: the system clock).
     """
 
     def __init__(
@@ -194,6 +196,7 @@ class WebhookReceiver:
         callback_retry: RetryPolicy = DEFAULT_CALLBACK_RETRY,
         read_timeout: float = 10.0,
         body_timeout: float = 60.0,
+        clock: Clock | None = None,
     ) -> None:
         if not isinstance(secret_param, str) or not secret_param:
             raise ValueError("secret_param must be a non-empty string")
@@ -201,6 +204,8 @@ class WebhookReceiver:
             raise TypeError("verifier must be callable")
         if not isinstance(callback_retry, RetryPolicy):
             raise TypeError("callback_retry must be a RetryPolicy")
+        if clock is not None and not isinstance(clock, Clock):
+            raise TypeError("clock must implement the Clock protocol (now, wall and sleep)")
         for name, value in (("read_timeout", read_timeout), ("body_timeout", body_timeout)):
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")
@@ -215,8 +220,10 @@ class WebhookReceiver:
         self.callback_retry = callback_retry
         self.read_timeout = float(read_timeout)
         self.body_timeout = float(body_timeout)
+        self.clock: Clock = SYSTEM_CLOCK if clock is None else clock
+        """Where the waits between callback attempts and the drain deadlines run."""
         self._dispatcher: DeliveryDispatcher = LocalDispatcher(
-            self._attempt, self._finish, policy=callback_retry
+            self._attempt, self._finish, policy=callback_retry, clock=self.clock
         )
         self._callbacks: list[StatusCallback] = []
         self._entry_callbacks: list[EntryCallback] = []
@@ -496,20 +503,18 @@ class WebhookReceiver:
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait until the deliveries taken so far are done or given up (or ``timeout``)."""
-        loop = asyncio.get_running_loop()
-        end = None if timeout is None else loop.time() + timeout
+        end = None if timeout is None else self.clock.now() + timeout
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=timeout)
-        await self._dispatcher.drain(None if end is None else max(0.0, end - loop.time()))
+        await self._dispatcher.drain(None if end is None else max(0.0, end - self.clock.now()))
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
         """Refuse new deliveries (503), let running callbacks finish, give up stragglers."""
         self._closed = True
-        loop = asyncio.get_running_loop()
-        end = None if timeout is None else loop.time() + timeout
+        end = None if timeout is None else self.clock.now() + timeout
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=timeout)
-        left = None if end is None else max(0.0, end - loop.time())
+        left = None if end is None else max(0.0, end - self.clock.now())
         await self._dispatcher.aclose(left)
         for task in set(self._tasks):
             task.cancel()
