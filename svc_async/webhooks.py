@@ -23,7 +23,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 import attrs
 import yarl
@@ -538,6 +538,30 @@ class RedactedAccessLogger(AccessLogger):
 
     def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
         if request.rel_url.raw_query_string:
-            hidden = yarl.URL(redact_url(request.rel_url), encoded=True)
-            request = request.clone(rel_url=hidden)
+            request = cast("BaseRequest", _RedactedRequest(request))
         super().log(request, response, time)
+
+
+class _RedactedRequest:
+    """A request as the access log sees it: the same, but its URL's query values hidden."""
+
+    __slots__ = ("_request", "rel_url")
+
+    def __init__(self, request: BaseRequest) -> None:
+        self._request = request
+        self.rel_url = yarl.URL(redact_url(request.rel_url), encoded=True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._request, name)
+
+    @property
+    def path_qs(self) -> str:
+        return self.rel_url.path_qs
+
+    @property
+    def raw_path(self) -> str:
+        return self.rel_url.raw_path_qs
+
+    @property
+    def query_string(self) -> str:
+        return self.rel_url.query_string
