@@ -314,11 +314,10 @@ class WebhookReceiver:
             return web.Response(status=401, text="unauthorized")
         if self._closed:
             return web.Response(status=503, headers={"Retry-After": "5"})
-        refusal = await self._read(request)
-        if isinstance(refusal, web.Response):
+        body = await self._read(request)
+        if isinstance(body, web.Response):  # refused: too large, too slow or cut short
             self.stats.rejected += 1
-            return refusal
-        body = refusal
+            return body
         try:
             if self._verifier is not None:
                 verdict = self._verifier(request, body)
