@@ -143,6 +143,7 @@ def test_big_ids_of_entries_and_output_files_are_exact() -> None:
         (b'{"id": 1e20, "status": "Processed"}', "float too large to be an exact id"),
         (b'{"id": 18446744073709551617.0, "status": "X"}', "float too large"),
         (b'{"id": -9223372036854775809, "status": "Processed"}', "positive"),
+        (b'{"id": 1' + b"0" * 400 + b', "status": "Processed"}', "not valid JSON"),
         (
             b'{"id": 1, "status": "X", "d": '
             + b"[" * 1000
