@@ -444,7 +444,7 @@ async def test_receiver_is_an_async_context_manager() -> None:
 
 
 async def test_callback_errors_are_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
-    receiver = WebhookReceiver(SECRET, callback_retry=RetryPolicy(max_attempts=1))
+    receiver = WebhookReceiver(SECRET, callback_retry=RetryPolicy(attempts=1))
     seen: list[int] = []
 
     @receiver.on_status_update
@@ -684,7 +684,7 @@ async def test_output_file_duplicates_are_dropped_by_file_and_status() -> None:
 async def test_callback_failures_are_logged_without_signed_links(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    receiver = WebhookReceiver(SECRET, callback_retry=RetryPolicy(max_attempts=1))
+    receiver = WebhookReceiver(SECRET, callback_retry=RetryPolicy(attempts=1))
 
     @receiver.on_output_file
     def broken(update: OutputFileUpdate) -> None:
