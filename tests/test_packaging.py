@@ -124,9 +124,10 @@ def test_every_deprecation_warning_in_the_code_is_in_the_changelog() -> None:
         if "DeprecationWarning," in path.read_text()
     }
     named = {
-        "retry.py": "RetryPolicy(jitter",
+        "retry.py": "RetryPolicy(max_attempts=",
         "polling.py": "PollPolicy(",
         "resources/jobs.py": "org_id=",
+        "client.py": "attempt_timeout=",
     }
     assert sites <= set(named), f"add these deprecations to CHANGELOG.md: {sites - set(named)}"
     for site in sites:

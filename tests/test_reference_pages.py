@@ -21,8 +21,11 @@ def _directives() -> dict[str, str]:
 
 
 def _defined_in(module_name: str, name: str) -> bool:
-    """Whether module ``module_name`` defines ``name`` at top level (not only imports it)."""
+    """Whether module ``module_name`` defines ``name`` at top level, or re-exports it in
+    its ``__all__`` (mkdocstrings renders those members on the module's page too)."""
     module = importlib.import_module(module_name)
+    if name in getattr(module, "__all__", ()):
+        return True
     source = Path(module.__file__ or "").read_text()
     return (
         re.search(rf"^(?:class |def |async def )?{re.escape(name)}\b[:(= ]", source, re.M)

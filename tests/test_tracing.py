@@ -148,7 +148,7 @@ async def test_a_connection_failure_names_its_error_on_each_attempt(
     def handler(request: Request) -> Response:
         raise ConnectError("cannot connect")
 
-    async with _client(handler, provider, retry=RetryPolicy(max_attempts=2)) as svc:
+    async with _client(handler, provider, retry=RetryPolicy(attempts=2)) as svc:
         with pytest.raises(ConnectError):
             await svc.seasons.list()
 
