@@ -27,7 +27,8 @@ from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of, static_headers
 from .errors import ClientClosedError, WrongEventLoopError
 from .models import RateLimit
 from .pipeline import Call, Decoder, Env, Resolver, StreamDecoder, run
-from .ratelimit import Pacer, parse_rate_limit
+from .fleet import fleet_url
+from .ratelimit import Pacer, Pacing, parse_rate_limit
 from .redact import redact_url
 from .resources.entries import Entries
 from .resources.events import Events
@@ -84,6 +85,7 @@ class _Shared:
         "env",
         "headers",
         "loop",
+        "fleet",
         "owns_transport",
         "pacer",
         "rate_headers",
@@ -100,10 +102,12 @@ class _Shared:
         transport: Transport,
         owns_transport: bool,
         auth: Auth,
-        pacer: Pacer | None,
+        pacer: Pacing | None,
         budget: RetryBudget,
         rng: random.Random,
     ) -> None:
+        self.fleet: Any = None
+        """The fleet's pacer when there is one (closed with the client)."""
         self.transport = transport
         self.owns_transport = owns_transport
         self.auth = auth
@@ -128,7 +132,8 @@ class Client:
     through ``svc.orgs``, ``svc.seasons``, ``svc.events``, ``svc.entries`` and
     ``svc.jobs``. ``base_url`` and ``token`` default to ``SVC_BASE_URL`` and
     ``SVC_API_TOKEN``; ``account_url`` (default ``SVC_ACCOUNT_URL``, else ``base_url``)
-    serves ``GET /api/orgs/me`` and API-key login.
+    serves ``GET /api/orgs/me`` and API-key login. ``fleet`` (default ``SVC_FLEET_URL``)
+    is a Redis URL: every client of the account given it draws from one rate budget.
     """
 
     def __init__(
@@ -141,11 +146,12 @@ class Client:
         transport: Transport | None = None,
         timeout: TimeoutArg = 30.0,
         retry: RetryPolicy | None = None,
-        rate_limit: bool | Pacer = True,
+        rate_limit: bool | Pacing = True,
         webhooks: WebhookReceiver | None = None,
         user_agent: str | None = None,
         retry_budget: RetryBudget | None = None,
         creation_tags: bool = True,
+        fleet: str | None = None,
     ) -> None:
         base_url = base_url or os.environ.get("SVC_BASE_URL")
         if not base_url:
@@ -163,7 +169,20 @@ class Client:
             raise TypeError("transport must implement the Transport protocol (send, aclose)")
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError("retry must be a RetryPolicy")
-        pacer = rate_limit if isinstance(rate_limit, Pacer) else (Pacer() if rate_limit else None)
+        if isinstance(rate_limit, bool):
+            pacer: Pacing | None = Pacer() if rate_limit else None
+        elif isinstance(rate_limit, Pacing):
+            pacer = rate_limit
+        else:
+            raise TypeError("rate_limit must be a bool or a Pacer")
+        fleet = fleet_url(fleet)
+        fleet_pacer = None
+        if fleet is not None and isinstance(pacer, Pacer):
+            from .fleet.budget import FleetPacer
+            from .fleet.store import Store, account_namespace, credential_identity
+
+            namespace = account_namespace(self._base, credential_identity(auth))
+            pacer = fleet_pacer = FleetPacer(Store(fleet), namespace, pacer)
         self._shared = shared = _Shared(
             transport=transport or AiohttpTransport(),
             owns_transport=True,  # httpx's rule: a client closes the transport it was given
@@ -172,6 +191,7 @@ class Client:
             budget=retry_budget or RetryBudget(),
             rng=random.Random(),
         )
+        shared.fleet = fleet_pacer
         shared.env = Env(
             transport=shared.transport,
             auth_headers=lambda: auth.headers(self._account_call),
@@ -250,6 +270,8 @@ class Client:
             await asyncio.wait(running, timeout=5.0)
         if shared.owns_transport:
             await shared.transport.aclose()
+        if shared.fleet is not None:
+            await shared.fleet.aclose()
 
     @property
     def closed(self) -> bool:

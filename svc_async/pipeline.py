@@ -44,7 +44,7 @@ from .errors import (
     error_class_for,
 )
 from .models import RateLimit
-from .ratelimit import Pacer, parse_rate_limit
+from .ratelimit import Pacing, parse_rate_limit
 from .redact import redact_text, redact_url, redact_value
 from .retry import RetryBudget, RetryPolicy, server_wait
 from .transport import Request, Response, StreamingTransport, StreamResponse, Timeout, Transport
@@ -267,7 +267,7 @@ class Env:
     headers: Callable[[Mapping[str, str] | None, bool], Mapping[str, str]]
     secrets: Callable[[], tuple[str, ...]]
     observe: Callable[[Response | None], None]
-    pacer: Pacer | None
+    pacer: Pacing | None
     budget: RetryBudget
     rng: random.Random
     active: dict[asyncio.Task[Any], int] = attrs.field(factory=dict)
@@ -443,7 +443,7 @@ async def run(env: Env, call: Call) -> Any:
                 del active[task]
 
 
-async def _pace(pacer: Pacer, call: Call, deadline: float | None, loop: Any) -> None:
+async def _pace(pacer: Pacing, call: Call, deadline: float | None, loop: Any) -> None:
     """Wait for the pacer; a wait beyond the deadline raises RateLimitError at once."""
     try:
         await pacer.acquire(deadline, loop)

@@ -11,11 +11,13 @@ whole budget without drawing a 429. Before the first response it assumes nothing
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import random
 import time
 from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
 
 from .errors import PacingExceedsDeadline
 from .models import RateLimit
@@ -49,6 +51,67 @@ def _int(value: str | None) -> int | None:
     except ValueError:
         return None
     return number if number >= 0 else None
+
+
+@runtime_checkable
+class Pacing(Protocol):
+    """What the pipeline asks of pacing: the local ``Pacer`` and a fleet's shared budget.
+
+    ``admit`` counts a call that may go at once (the synchronous fast path); otherwise
+    ``acquire`` waits until it may, raising ``PacingExceedsDeadline`` when that would be
+    past ``deadline``; ``release`` ends the call, learning from its answer's headers.
+    ``release`` is called by the task that admitted the call.
+    """
+
+    def admit(self) -> bool: ...
+
+    async def acquire(
+        self, deadline: float | None = None, loop: asyncio.AbstractEventLoop | None = None
+    ) -> None: ...
+
+    def release(
+        self, headers: Mapping[str, str] | None, status: int | None = None
+    ) -> RateLimit | None: ...
+
+
+class Wakeup:
+    """Waiters that sleep until a deadline or until ``notify`` (an answer came), if sooner.
+
+    Pacing waits on events: an answer may free budget or tell when the window ends, so
+    every waiter looks again when one arrives instead of polling.
+    """
+
+    __slots__ = ("_waiters",)
+
+    def __init__(self) -> None:
+        self._waiters: list[asyncio.Future[None]] = []
+
+    async def wait(self, timeout: float) -> None:
+        """Return after ``timeout`` seconds, or at the next ``notify``."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._waiters.append(future)
+        timer = loop.call_later(max(0.0, timeout), _resolve, future)
+        try:
+            await future
+        finally:
+            timer.cancel()
+            if not future.done():
+                future.cancel()
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(future)
+
+    def notify(self) -> None:
+        """Wake every waiter."""
+        if self._waiters:
+            waiters, self._waiters = self._waiters, []
+            for future in waiters:
+                _resolve(future)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 pacing_logger = logging.getLogger("svc_async.pacing")
@@ -152,10 +215,11 @@ class Pacer:
         """
         if self._hold(time.monotonic()) > 0.0:
             return False
-        self._count_sent()
+        self.count_sent()
         return True
 
-    def _count_sent(self) -> None:
+    def count_sent(self) -> None:
+        """Count a call admitted elsewhere (a fleet's budget) as in flight."""
         self._in_flight += 1
         self._sent += 1
 
@@ -183,7 +247,7 @@ class Pacer:
             self.waits += 1
             self.waited += delay
             await asyncio.sleep(delay)
-        self._count_sent()
+        self.count_sent()
 
     def _log_hold(self, delay: float) -> None:
         now = time.monotonic()
