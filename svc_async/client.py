@@ -24,10 +24,11 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of, static_headers
+from .clock import SYSTEM_CLOCK, Clock
 from .errors import ClientClosedError, WrongEventLoopError
+from .fleet import fleet_url
 from .models import RateLimit
 from .pipeline import Call, Decoder, Env, Resolver, StreamDecoder, run
-from .fleet import fleet_url
 from .ratelimit import Pacer, Pacing, parse_rate_limit
 from .redact import redact_url
 from .resources.entries import Entries
@@ -81,11 +82,12 @@ class _Shared:
         "active",
         "auth",
         "budget",
+        "clock",
         "closed",
         "env",
+        "fleet",
         "headers",
         "loop",
-        "fleet",
         "owns_transport",
         "pacer",
         "rate_headers",
@@ -105,9 +107,11 @@ class _Shared:
         pacer: Pacing | None,
         budget: RetryBudget,
         rng: random.Random,
+        clock: Clock,
     ) -> None:
         self.fleet: Any = None
         """The fleet's pacer when there is one (closed with the client)."""
+        self.clock = clock
         self.transport = transport
         self.owns_transport = owns_transport
         self.auth = auth
@@ -132,7 +136,9 @@ class Client:
     through ``svc.orgs``, ``svc.seasons``, ``svc.events``, ``svc.entries`` and
     ``svc.jobs``. ``base_url`` and ``token`` default to ``SVC_BASE_URL`` and
     ``SVC_API_TOKEN``; ``account_url`` (default ``SVC_ACCOUNT_URL``, else ``base_url``)
-    serves ``GET /api/orgs/me`` and API-key login. ``fleet`` (default ``SVC_FLEET_URL``)
+    serves ``GET /api/orgs/me`` and API-key login. ``clock`` is where every deadline,
+    pacing wait, poll and backoff reads the time and sleeps (default: the system clock;
+    tests pass ``svc_async.testing.VirtualClock``). ``fleet`` (default ``SVC_FLEET_URL``)
     is a Redis URL: every client of the account given it draws from one rate budget.
     """
 
@@ -151,6 +157,7 @@ class Client:
         user_agent: str | None = None,
         retry_budget: RetryBudget | None = None,
         creation_tags: bool = True,
+        clock: Clock | None = None,
         fleet: str | None = None,
     ) -> None:
         base_url = base_url or os.environ.get("SVC_BASE_URL")
@@ -169,8 +176,17 @@ class Client:
             raise TypeError("transport must implement the Transport protocol (send, aclose)")
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError("retry must be a RetryPolicy")
-        if isinstance(rate_limit, bool):
-            pacer: Pacing | None = Pacer() if rate_limit else None
+        if clock is None:
+            clock = SYSTEM_CLOCK
+        elif not isinstance(clock, Clock):
+            raise TypeError("clock must implement the Clock protocol (now, wall and sleep)")
+        pacer: Pacing | None
+        if isinstance(rate_limit, Pacer):
+            pacer = rate_limit
+            if rate_limit.clock is SYSTEM_CLOCK:
+                rate_limit.clock = clock  # one timeline for the pacer and the deadlines
+        elif isinstance(rate_limit, bool):
+            pacer = Pacer(clock=clock) if rate_limit else None
         elif isinstance(rate_limit, Pacing):
             pacer = rate_limit
         else:
@@ -182,7 +198,7 @@ class Client:
             from .fleet.store import Store, account_namespace, credential_identity
 
             namespace = account_namespace(self._base, credential_identity(auth))
-            pacer = fleet_pacer = FleetPacer(Store(fleet), namespace, pacer)
+            pacer = fleet_pacer = FleetPacer(Store(fleet, clock=clock), namespace, pacer)
         self._shared = shared = _Shared(
             transport=transport or AiohttpTransport(),
             owns_transport=True,  # httpx's rule: a client closes the transport it was given
@@ -190,6 +206,7 @@ class Client:
             pacer=pacer,
             budget=retry_budget or RetryBudget(),
             rng=random.Random(),
+            clock=clock,
         )
         shared.fleet = fleet_pacer
         shared.env = Env(
@@ -205,6 +222,7 @@ class Client:
             rng=shared.rng,
             active=shared.active,
             closed=lambda: shared.closed,
+            clock=clock,
         )
         self._origin = _origin_of(sys._getframe(1))
         self._timeout = _timeout(timeout)
@@ -272,6 +290,11 @@ class Client:
             await shared.transport.aclose()
         if shared.fleet is not None:
             await shared.fleet.aclose()
+
+    @property
+    def clock(self) -> Clock:
+        """The clock this client's deadlines, pacing, polls and backoff run on."""
+        return self._shared.clock
 
     @property
     def closed(self) -> bool:

@@ -15,10 +15,10 @@ import contextlib
 import logging
 import math
 import random
-import time
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
+from .clock import SYSTEM_CLOCK, Clock
 from .errors import PacingExceedsDeadline
 from .models import RateLimit
 from .retry import parse_reset, parse_retry_after
@@ -33,11 +33,14 @@ _MARGIN = 0.05
 """Seconds added after a reset time, to absorb rounding of the reset header."""
 
 
-def parse_rate_limit(headers: Mapping[str, str]) -> RateLimit | None:
-    """The rate-limit headers of a response, or None when it has none."""
+def parse_rate_limit(headers: Mapping[str, str], now: float | None = None) -> RateLimit | None:
+    """The rate-limit headers of a response, or None when it has none.
+
+    ``now`` is the wall time an epoch reset is read against (default: the system clock's).
+    """
     limit = _int(headers.get("x-ratelimit-limit"))
     remaining = _int(headers.get("x-ratelimit-remaining"))
-    reset = parse_reset(headers.get("x-ratelimit-reset"))
+    reset = parse_reset(headers.get("x-ratelimit-reset"), now)
     if limit is None and remaining is None and reset is None:
         return None
     return RateLimit(limit=limit, remaining=remaining, reset=reset)
@@ -86,18 +89,16 @@ class Wakeup:
     def __init__(self) -> None:
         self._waiters: list[asyncio.Future[None]] = []
 
-    async def wait(self, timeout: float) -> None:
-        """Return after ``timeout`` seconds, or at the next ``notify``."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
+    async def wait(self, clock: Clock, timeout: float) -> None:
+        """Return after ``timeout`` seconds on ``clock``, or at the next ``notify``."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(future)
-        timer = loop.call_later(max(0.0, timeout), _resolve, future)
+        sleeper = asyncio.ensure_future(clock.sleep(max(0.0, timeout)))
         try:
-            await future
+            await asyncio.wait((future, sleeper), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            timer.cancel()
-            if not future.done():
-                future.cancel()
+            sleeper.cancel()
+            future.cancel()
             with contextlib.suppress(ValueError):
                 self._waiters.remove(future)
 
@@ -106,12 +107,8 @@ class Wakeup:
         if self._waiters:
             waiters, self._waiters = self._waiters, []
             for future in waiters:
-                _resolve(future)
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
+                if not future.done():
+                    future.set_result(None)
 
 
 pacing_logger = logging.getLogger("svc_async.pacing")
@@ -147,9 +144,13 @@ class Pacer:
     instead of sent in a burst, and wake-ups at a window's end are jittered, so clients
     sharing one budget do not stampede. A wait longer than the caller's deadline raises
     ``PacingExceedsDeadline`` at once instead of sleeping.
+
+    Times are read on ``clock`` (default: the system clock); a ``Client`` makes its
+    pacer on the client's clock.
     """
 
-    def __init__(self, *, rng: random.Random | None = None) -> None:
+    def __init__(self, *, rng: random.Random | None = None, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock or SYSTEM_CLOCK
         self._limit: int | None = None
         self._remaining: int | None = None
         self._window_end = math.inf
@@ -213,7 +214,7 @@ class Pacer:
 
         The synchronous fast path of ``acquire``, for the usual case of budget to spare.
         """
-        if self._hold(time.monotonic()) > 0.0:
+        if self._hold(self.clock.now()) > 0.0:
             return False
         self.count_sent()
         return True
@@ -229,16 +230,18 @@ class Pacer:
         """Wait until a call fits in the budget, then count it as in flight.
 
         Raises ``PacingExceedsDeadline`` when the wait would end after ``deadline`` (a
-        ``loop.time()`` value).
+        ``clock.now()`` value of the pacer's clock). ``loop`` is ignored (kept so older
+        callers still work).
         """
+        clock = self.clock
         started: float | None = None
         while True:
-            now = time.monotonic()
+            now = clock.now()
             delay = self._hold(now)
             if delay <= 0.0:
                 break
             if deadline is not None:
-                left = deadline - (loop or asyncio.get_running_loop()).time()
+                left = deadline - now
                 if delay >= left:
                     raise PacingExceedsDeadline(delay)
             if started is None:
@@ -246,11 +249,11 @@ class Pacer:
                 self._log_hold(delay)
             self.waits += 1
             self.waited += delay
-            await asyncio.sleep(delay)
+            await clock.sleep(delay)
         self.count_sent()
 
     def _log_hold(self, delay: float) -> None:
-        now = time.monotonic()
+        now = self.clock.now()
         if delay <= HOLD_LOG_AFTER or now < self._logged_until:
             return
         self._logged_until = now + delay
@@ -271,15 +274,16 @@ class Pacer:
         if headers is not None:
             self._answered = True
             self._verifying = False  # any answer ends a check; a first one may start it again
-        rate = parse_rate_limit(headers) if headers is not None else None
+        wall = self.clock.wall() if headers is not None else None
+        rate = parse_rate_limit(headers, wall) if headers is not None else None
         if status == 429:
             self._shared = True  # our own count said there was budget: someone else spent it
         if rate is None or rate.remaining is None:
             if status == 429 and headers is not None:
-                wait = parse_retry_after(headers.get("Retry-After"))
+                wait = parse_retry_after(headers.get("Retry-After"), wall)
                 if wait is not None:
                     self._remaining = 0
-                    self._window_end = min(self._window_end, time.monotonic() + wait + _MARGIN)
+                    self._window_end = min(self._window_end, self.clock.now() + wait + _MARGIN)
             return rate
         assert headers is not None
         if rate.limit is not None:
@@ -288,10 +292,10 @@ class Pacer:
         remaining = 0 if status == 429 else rate.remaining
         if status == 429:
             # Retry-After is the server's most specific word on when to call again.
-            retry_after = parse_retry_after(headers.get("Retry-After"))
+            retry_after = parse_retry_after(headers.get("Retry-After"), wall)
             if retry_after is not None:
                 reset = retry_after if reset is None else min(reset, retry_after)
-        end = time.monotonic() + reset + _MARGIN if reset is not None else math.inf
+        end = self.clock.now() + reset + _MARGIN if reset is not None else math.inf
         first = self._remaining is None
         if self._remaining is None or remaining > self._remaining + self._in_flight:
             # First answer, or the server's window reset before ours did.

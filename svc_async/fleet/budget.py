@@ -196,18 +196,18 @@ class FleetPacer:
         self, deadline: float | None = None, loop: asyncio.AbstractEventLoop | None = None
     ) -> None:
         """Wait for a call's turn in the shared budget (see ``Pacing.acquire``)."""
-        loop = loop or asyncio.get_running_loop()
+        clock = self.local.clock
         while True:
             if not self.store.available:
-                await self.local.acquire(deadline, loop)
+                await self.local.acquire(deadline)
                 self._push(_Grant("", None))
                 return
-            left = None if deadline is None else deadline - loop.time()
+            left = None if deadline is None else deadline - clock.now()
             grant_id = f"{self._prefix}:{next(self._ids)}"
             lease = _LEASE if left is None else min(_LEASE, left + 5.0)
             args = (grant_id, int(lease * 1000), int(_PROBE * 1000), _TTL_MS)
             answer = await self.store.run(
-                lambda r: self._take(keys=self._keys, args=args, client=r), timeout=left
+                lambda r, a=args: self._take(keys=self._keys, args=a, client=r), timeout=left
             )
             if answer is None:
                 continue  # the store failed: it is unavailable now, pace locally
@@ -219,10 +219,10 @@ class FleetPacer:
             wait = wait_ms / 1000.0
             if for_answer:
                 wait = min(wait, _ANSWER_POLL) if wait > 0 else _ANSWER_POLL
-            if deadline is not None and wait >= deadline - loop.time():
+            if deadline is not None and wait >= deadline - clock.now():
                 raise PacingExceedsDeadline(wait)
             self.waits += 1
-            await self._wakeup.wait(wait)
+            await self._wakeup.wait(clock, wait)
 
     def _push(self, grant: _Grant) -> None:
         self._grants.setdefault(asyncio.current_task(), []).append(grant)
@@ -244,7 +244,7 @@ class FleetPacer:
         grant = self._pop()
         rate = self.local.release(headers, status)
         if grant is not None and grant.window is not None:
-            args = _observation(grant, rate, headers, status)
+            args = _observation(grant, rate, headers, status, self.local.clock.wall())
             task = asyncio.get_running_loop().create_task(self._write(args))
             self._writes.add(task)
             task.add_done_callback(self._writes.discard)
@@ -263,10 +263,14 @@ class FleetPacer:
 
 
 def _observation(
-    grant: _Grant, rate: RateLimit | None, headers: Mapping[str, str] | None, status: int | None
+    grant: _Grant,
+    rate: RateLimit | None,
+    headers: Mapping[str, str] | None,
+    status: int | None,
+    wall: float,
 ) -> tuple[Any, ...]:
     """The ``observe`` script's arguments for one answer (-1: not given)."""
-    retry = parse_retry_after(headers.get("Retry-After")) if headers is not None else None
+    retry = None if headers is None else parse_retry_after(headers.get("Retry-After"), wall)
 
     def ms(value: float | None) -> int:
         return -1 if value is None else int(value * 1000)

@@ -13,9 +13,9 @@ base URL and the credential's identity): neither a token nor a secret is written
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -24,6 +24,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from ..clock import SYSTEM_CLOCK, Clock
 from ..redact import redact_url
 
 logger = logging.getLogger(__name__)
@@ -65,10 +66,12 @@ class Store:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         retry_every: float = _RETRY_EVERY,
+        clock: Clock | None = None,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("fleet must be a redis://, rediss:// or unix:// URL")
         self.url = url
+        self.clock: Clock = clock or SYSTEM_CLOCK
         self.timeout = timeout
         self.retry_every = retry_every
         self.redis: aioredis.Redis = aioredis.Redis.from_url(
@@ -90,7 +93,7 @@ class Store:
     @property
     def available(self) -> bool:
         """Whether a command is worth trying now (up, or down long enough to try again)."""
-        return self.up or time.monotonic() >= self._retry_at
+        return self.up or self.clock.now() >= self._retry_at
 
     async def run(
         self, command: Callable[[aioredis.Redis], Awaitable[T]], *, timeout: float | None = None
@@ -99,7 +102,7 @@ class Store:
         if not self.available:
             return None
         if not self.up:
-            self._retry_at = time.monotonic() + self.retry_every  # one try per interval
+            self._retry_at = self.clock.now() + self.retry_every  # one try per interval
         bound = self.timeout if timeout is None else max(0.001, min(timeout, self.timeout))
         try:
             async with asyncio.timeout(bound):
@@ -113,7 +116,7 @@ class Store:
         return result
 
     def _failed(self, exc: BaseException) -> None:
-        self._retry_at = time.monotonic() + self.retry_every
+        self._retry_at = self.clock.now() + self.retry_every
         if self.up:
             self.up = False
             self.outages += 1
@@ -125,7 +128,5 @@ class Store:
 
     async def aclose(self) -> None:
         """Close the connections (never raises)."""
-        try:
+        with contextlib.suppress(RedisError, OSError):
             await self.redis.aclose()
-        except (RedisError, OSError):
-            pass
