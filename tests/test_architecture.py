@@ -101,6 +101,9 @@ ALLOWED = {
     "pipeline": {"clock", "errors", "models", "ratelimit", "redact", "retry", "transport"},
     "invites": {"_validate"},
     "downloads": {"errors", "redact", "transport", "types"},
+    "fleet": set(),  # reads the setting only: redis loads with the modules below
+    "fleet.store": {"clock", "redact"},
+    "fleet.budget": {"errors", "models", "ratelimit", "retry", "fleet.store"},
 }
 
 
@@ -173,6 +176,8 @@ def test_architecture_md_names_every_room_and_the_readme_points_to_it() -> None:
         if name in ("", "resources") or name.endswith("__init__"):
             continue
         shown = name.replace(".", "/") + ".py"
+        if _sdk_files()[name].name == "__init__.py":
+            shown = name.replace(".", "/") + "/__init__.py"
         assert f"`{shown}`" in text, shown
     for sub in ("cli/", "testing/"):
         assert f"`{sub}`" in text

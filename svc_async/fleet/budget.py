@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
@@ -88,9 +88,10 @@ elseif rem > 0 then
   redis.call('HSET', KEYS[1], 'rem', rem - 1)
 elseif wend then
   return {0, wend - now, gen, 0, done}
-else
+elseif inflight > 0 then
   return {0, 0, gen, 1, done}
 end
+-- (spent, no end known and nothing in flight: one call goes to learn the window)
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
@@ -206,9 +207,7 @@ class FleetPacer:
             grant_id = f"{self._prefix}:{next(self._ids)}"
             lease = _LEASE if left is None else min(_LEASE, left + 5.0)
             args = (grant_id, int(lease * 1000), int(_PROBE * 1000), _TTL_MS)
-            answer = await self.store.run(
-                lambda r, a=args: self._take(keys=self._keys, args=a, client=r), timeout=left
-            )
+            answer = await self.store.run(self._script(self._take, args), timeout=left)
             if answer is None:
                 continue  # the store failed: it is unavailable now, pace locally
             granted, wait_ms, window, for_answer, seen = (int(x) for x in answer)
@@ -223,6 +222,10 @@ class FleetPacer:
                 raise PacingExceedsDeadline(wait)
             self.waits += 1
             await self._wakeup.wait(clock, wait)
+
+    def _script(self, script: Any, args: tuple[Any, ...]) -> Callable[[Any], Awaitable[Any]]:
+        keys = self._keys
+        return lambda redis: script(keys=keys, args=args, client=redis)
 
     def _push(self, grant: _Grant) -> None:
         self._grants.setdefault(asyncio.current_task(), []).append(grant)
@@ -252,13 +255,17 @@ class FleetPacer:
         return rate
 
     async def _write(self, args: tuple[Any, ...]) -> None:
-        await self.store.run(lambda r: self._observe(keys=self._keys, args=args, client=r))
+        await self.store.run(self._script(self._observe, args))
         self._wakeup.notify()
 
-    async def aclose(self) -> None:
-        """Let the answers still being written reach the store (bounded by its timeout)."""
-        if self._writes:
+    async def flush(self) -> None:
+        """Wait until the answers released so far are written (each bounded by the timeout)."""
+        while self._writes:
             await asyncio.wait(set(self._writes), timeout=self.store.timeout * 2)
+
+    async def aclose(self) -> None:
+        """Let the answers still being written reach the store, then close it."""
+        await self.flush()
         await self.store.aclose()
 
 

@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-DEFAULT_TIMEOUT = 0.25
+DEFAULT_TIMEOUT = 0.5
 """Seconds one store command may take before the fleet acts without it."""
 
 _RETRY_EVERY = 1.0
