@@ -78,6 +78,24 @@ async def test_answers_applied_out_of_order_never_raise_the_budget(redis_url: st
     await pacer.aclose()
 
 
+async def test_a_new_window_counts_answers_from_its_own_start(redis_url: str) -> None:
+    pacer = _pacer(redis_url)
+    await _grant(pacer)
+    pacer.release(_headers(2, 1, 0.2), 200)
+    await _grant(pacer)
+    pacer.release(_headers(2, 0, 0.2), 200)
+    await pacer.flush()
+    await asyncio.sleep(0.35)  # the store's clock: the window of 0.2 s (+ margin) ends
+    await _grant(pacer)  # A, the first call of the new window
+    await _grant(pacer)  # B
+    pacer.release(_headers(2, 0, 1.0), 200)  # B's answer is written first ...
+    await pacer.flush()
+    pacer.release(_headers(2, 1, 1.0), 200)  # ... then A's, an earlier answer: no reset
+    await pacer.flush()
+    assert (await _state(redis_url))["rem"] == "0"
+    await pacer.aclose()
+
+
 async def test_an_answer_above_what_was_granted_means_the_window_reset(redis_url: str) -> None:
     pacer = _pacer(redis_url)
     await _grant(pacer)

@@ -66,8 +66,7 @@ _TAKE = (
     + """
 -- ARGV: grant id, lease ms, probe ms, ttl ms
 if rem and wend and now >= wend then
-  gen = gen + 1
-  wend = nil
+  gen, done, wend = gen + 1, 0, nil
   redis.call('HSET', KEYS[1], 'gen', gen, 'done', 0)
   redis.call('HDEL', KEYS[1], 'end')
   if limit then
