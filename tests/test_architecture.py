@@ -185,7 +185,8 @@ def test_architecture_md_names_every_room_and_the_readme_points_to_it() -> None:
 
 
 # One clock: every time read and every wait of the package goes through the seam.
-CLOCK_MODULES = {"clock", "testing.clock"}
+# testing.fleet and testing.redis_server drive real processes on the real clock (by nature).
+CLOCK_MODULES = {"clock", "testing.clock", "testing.fleet", "testing.redis_server"}
 _TIME_READS = {"time", "monotonic", "monotonic_ns", "perf_counter", "time_ns", "sleep"}
 
 
