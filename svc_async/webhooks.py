@@ -55,6 +55,7 @@ from ._webhook_payloads import (
     parse_status_update,
 )
 from .errors import WebhookPayloadError, WebhookVerificationError
+from .fleet import fleet_url
 from .redact import redact_url
 from .retry import RetryPolicy
 
@@ -182,6 +183,11 @@ class WebhookReceiver:
     same output file status. A delivery counts as seen from its arrival, but is
     forgotten again if its callbacks are given up, so a redelivery is handled anew. Test
     deliveries never reach callbacks or waiters.
+
+    ``fleet`` (default ``SVC_FLEET_URL``), a Redis URL, makes replicas with the same
+    secret act as one (``svc_async.fleet.webhooks``): deduplicated fleet-wide, callbacks
+    run by any replica (a crashed one's taken over after ``claim_after`` seconds), and
+    ``jobs.wait`` woken in every process.
     """
 
     def __init__(
@@ -194,6 +200,8 @@ class WebhookReceiver:
         callback_retry: RetryPolicy = DEFAULT_CALLBACK_RETRY,
         read_timeout: float = 10.0,
         body_timeout: float = 60.0,
+        fleet: str | None = None,
+        claim_after: float = 30.0,
     ) -> None:
         if not isinstance(secret_param, str) or not secret_param:
             raise ValueError("secret_param must be a non-empty string")
@@ -218,6 +226,26 @@ class WebhookReceiver:
         self._dispatcher: DeliveryDispatcher = LocalDispatcher(
             self._attempt, self._finish, policy=callback_retry
         )
+        self._fleet: Any = None
+        fleet = fleet_url(fleet)
+        if fleet is not None:
+            # Replicas act as one: a shared ledger, a stream of deliveries, job wake-ups.
+            from .fleet.store import account_namespace
+            from .fleet.webhooks import FleetDeliveries
+
+            namespace = account_namespace("webhooks", ",".join(sorted(map(repr, self._secrets))))
+            self._fleet = FleetDeliveries(
+                fleet,
+                namespace,
+                attempt=self._attempt,
+                finish=self._finish,
+                policy=callback_retry,
+                make_job=self._job,
+                wake=self._wake,
+                claim_after=claim_after,
+            )
+            self._ledger = self._fleet.ledger
+            self._dispatcher = self._fleet.dispatcher
         self._callbacks: list[StatusCallback] = []
         self._entry_callbacks: list[EntryCallback] = []
         self._output_callbacks: list[OutputFileCallback] = []
@@ -276,6 +304,11 @@ class WebhookReceiver:
         async def _drain(_: web.Application) -> None:
             await self.aclose()
 
+        async def _join(_: web.Application) -> None:
+            if self._fleet is not None:
+                self._fleet.listen()  # take the fleet's deliveries from the start
+
+        application.on_startup.append(_join)
         application.on_shutdown.append(_drain)
         return application
 
@@ -401,19 +434,31 @@ class WebhookReceiver:
     def _admit(self, update: Delivery, key: DeliveryKey) -> Awaitable[None] | None:
         """Wake the waiters and queue the callbacks of a claimed update."""
         self.stats.dispatched += 1
+        if isinstance(update, JobStatusUpdate):
+            self._wake(update)
+            if self._fleet is not None:
+                self._background(self._fleet.publish(update))  # every process's waiters
+        job = self._job(key, update)
+        if not job.todo:
+            return self._ledger.complete(key)
+        return self._dispatcher.submit(job)
+
+    def _wake(self, update: JobStatusUpdate) -> None:
+        """Hand a status update to this process's subscriptions (``jobs.wait``)."""
+        for sub in self._subscriptions.get(update.job_id, ()):
+            sub.update = update
+            sub.event.set()
+
+    def _job(self, key: DeliveryKey, update: Delivery) -> DeliveryJob:
+        """The job running ``update`` through its kind's callbacks."""
         callbacks: Sequence[Callable[[Any], Awaitable[None] | None]]
         if isinstance(update, JobStatusUpdate):
-            for sub in self._subscriptions.get(update.job_id, ()):
-                sub.update = update
-                sub.event.set()
             callbacks = self._callbacks
         elif isinstance(update, EntryUpdate):
             callbacks = self._entry_callbacks
         else:
             callbacks = self._output_callbacks
-        if not callbacks:
-            return self._ledger.complete(key)
-        return self._dispatcher.submit(DeliveryJob(key=key, update=update, todo=list(callbacks)))
+        return DeliveryJob(key=key, update=update, todo=list(callbacks))
 
     def _background(self, work: Awaitable[Any]) -> None:
         async def settle() -> None:
@@ -471,6 +516,8 @@ class WebhookReceiver:
         Pair every call with ``unsubscribe`` (in a ``finally``), or the receiver keeps it.
         """
         sub = JobSubscription(job_id) if event is None else JobSubscription(job_id, event)
+        if self._fleet is not None:
+            self._fleet.listen()  # updates received by any replica wake this process too
         self._subscriptions.setdefault(job_id, set()).add(sub)
         return sub
 
@@ -511,10 +558,14 @@ class WebhookReceiver:
             await asyncio.wait(set(self._tasks), timeout=timeout)
         left = None if end is None else max(0.0, end - loop.time())
         await self._dispatcher.aclose(left)
+        if self._fleet is not None:
+            await self._fleet.aclose(0.0)
         for task in set(self._tasks):
             task.cancel()
 
     async def __aenter__(self) -> Self:
+        if self._fleet is not None:
+            self._fleet.listen()
         return self
 
     async def __aexit__(

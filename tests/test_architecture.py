@@ -104,6 +104,16 @@ ALLOWED = {
     "fleet": set(),  # reads the setting only: redis loads with the modules below
     "fleet.store": {"clock", "redact"},
     "fleet.budget": {"errors", "models", "ratelimit", "retry", "fleet.store"},
+    "fleet.wake": {"_webhook_payloads", "errors", "fleet.store"},
+    "fleet.webhooks": {
+        "_webhook_delivery",
+        "_webhook_payloads",
+        "converter",
+        "errors",
+        "retry",
+        "fleet.store",
+        "fleet.wake",
+    },
 }
 
 

@@ -96,14 +96,23 @@ class Store:
         return self.up or self.clock.now() >= self._retry_at
 
     async def run(
-        self, command: Callable[[aioredis.Redis], Awaitable[T]], *, timeout: float | None = None
+        self,
+        command: Callable[[aioredis.Redis], Awaitable[T]],
+        *,
+        timeout: float | None = None,
+        block: float = 0.0,
     ) -> T | None:
-        """The command's answer, or None when the store is down, slow or failing."""
+        """The command's answer, or None when the store is down, slow or failing.
+
+        ``timeout`` may shorten the store's own; ``block`` adds the seconds a blocking
+        command (a stream read) may wait on purpose.
+        """
         if not self.available:
             return None
         if not self.up:
             self._retry_at = self.clock.now() + self.retry_every  # one try per interval
         bound = self.timeout if timeout is None else max(0.001, min(timeout, self.timeout))
+        bound += block
         try:
             async with asyncio.timeout(bound):
                 result = await command(self.redis)
