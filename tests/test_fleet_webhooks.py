@@ -165,3 +165,22 @@ async def test_two_replica_processes_and_a_waiter_in_a_third(
     assert sorted(job for _, job in done) == ["101", "102", "200", "666"], runs
     took_over = [pid for pid, job in done if job == "666"]
     assert starts and took_over and took_over[0] != starts[0][0], runs
+
+
+async def test_with_the_store_away_deliveries_are_handled_here_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    caplog.set_level(logging.WARNING, "svc_async.fleet")
+    runs: list[int] = []
+    async with WebhookReceiver("s", fleet=f"redis://127.0.0.1:{free_port()}/0") as receiver:
+        receiver.on_status_update(lambda u: runs.append(u.job_id))
+        sub = receiver.subscribe(3)
+        for job_id in (3, 4, 3):
+            await receiver.accept(_status(job_id))
+        await receiver.drain(5)
+        assert sub.event.is_set()  # this process's waiters still wake
+    assert runs == [3, 4]  # deduplicated in this process meanwhile
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "unavailable" in warnings[0].getMessage()

@@ -14,8 +14,8 @@
 Output-file deliveries carry a signed download link, which is never written to Redis:
 they are deduplicated fleet-wide but run on the replica that received them. A status
 update is also published (``wake``) so ``jobs.wait`` wakes in every process. With the
-store away, deliveries are handled locally (no fleet-wide dedupe meanwhile: callbacks
-run at least once, maybe twice), with the store's one warning.
+store away, deliveries are handled locally and deduplicated in this process only
+(another replica may run one again), with the store's one warning.
 """
 
 from __future__ import annotations
@@ -29,7 +29,14 @@ from typing import Any
 
 import orjson
 
-from .._webhook_delivery import Attempt, DeliveryJob, DeliveryKey, Finish, LocalDispatcher
+from .._webhook_delivery import (
+    Attempt,
+    DeliveryJob,
+    DeliveryKey,
+    Finish,
+    LocalDispatcher,
+    MemoryLedger,
+)
 from .._webhook_payloads import Delivery, EntryUpdate, JobStatusUpdate, parse_delivery
 from ..converter import unstructure
 from ..errors import WebhookPayloadError
@@ -68,25 +75,30 @@ def _wire(update: Delivery) -> bytes | None:
 
 
 class FleetLedger:
-    """The dedupe window of every replica, in Redis (``DeliveryLedger``)."""
+    """The dedupe window of every replica, in Redis (``DeliveryLedger``); this process's
+    own window (``local``) answers while the store is away."""
 
-    def __init__(self, store: Store, namespace: str) -> None:
+    def __init__(self, store: Store, namespace: str, local: MemoryLedger | None = None) -> None:
         self.store = store
+        self.local = local or MemoryLedger()
         self._prefix = f"svc:{namespace}:seen:"
         self._claim = store.redis.register_script(_CLAIM)
         self._release = store.redis.register_script(_RELEASE)
 
     async def claim(self, key: DeliveryKey) -> bool:
-        """True unless the same delivery was claimed by any replica (store away: True)."""
+        """True unless the same delivery was claimed by any replica (or, with the store
+        away, by this process)."""
         keys, args = [self._prefix + key.slot], [key.version, str(_SEEN_TTL_MS)]
+        here = self.local.claim(key)
         answer = await self.store.run(lambda r: self._claim(keys=keys, args=args, client=r))
-        return True if answer is None else bool(answer)
+        return here if answer is None else bool(answer)
 
     async def complete(self, key: DeliveryKey) -> None:
         """The claim stands for the handled delivery (until its TTL)."""
 
     async def release(self, key: DeliveryKey) -> None:
         """Forget a given-up delivery so a redelivery is handled again."""
+        self.local.release(key)
         keys, args = [self._prefix + key.slot], [key.version]
         await self.store.run(lambda r: self._release(keys=keys, args=args, client=r))
 
