@@ -22,6 +22,7 @@ import attrs
 import orjson
 
 from ._webhook_payloads import Delivery, JobStatusUpdate, OutputFileUpdate
+from .clock import SYSTEM_CLOCK, Clock
 from .models import Entry
 from .retry import RetryPolicy
 
@@ -172,7 +173,7 @@ class LocalDispatcher:
     """Runs each job in a task of this process, retrying failed callbacks.
 
     A job gets up to ``policy.max_attempts`` runs, waiting ``policy.backoff(n)`` after
-    the n-th failed one (``sleep`` does the waiting: injectable for tests). A job waits
+    the n-th failed one on ``clock`` (a virtual one in tests). A job waits
     for the job before it about the same subject, so retries never reorder them.
     """
 
@@ -182,12 +183,12 @@ class LocalDispatcher:
         finish: Finish,
         *,
         policy: RetryPolicy,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._attempt = attempt
         self._finish = finish
         self.policy = policy
-        self._sleep = sleep
+        self.clock = clock
         self._tasks: set[asyncio.Task[None]] = set()
         self._last: dict[str, asyncio.Task[None]] = {}
 
@@ -218,7 +219,7 @@ class LocalDispatcher:
                     return
                 if job.attempts >= self.policy.max_attempts:
                     break
-                await self._sleep(self.policy.backoff(job.attempts))
+                await self.clock.sleep(self.policy.backoff(job.attempts))
         except asyncio.CancelledError:
             await self._finish(job, False)
             raise

@@ -23,7 +23,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 import attrs
 import yarl
@@ -54,6 +54,7 @@ from ._webhook_payloads import (
     parse_output_file,
     parse_status_update,
 )
+from .clock import SYSTEM_CLOCK, Clock
 from .errors import WebhookPayloadError, WebhookVerificationError
 from .fleet import fleet_url
 from .redact import redact_url
@@ -182,7 +183,8 @@ class WebhookReceiver:
     id, status); an entry delivered with the same content as its previous delivery; the
     same output file status. A delivery counts as seen from its arrival, but is
     forgotten again if its callbacks are given up, so a redelivery is handled anew. Test
-    deliveries never reach callbacks or waiters.
+    deliveries never reach callbacks or waiters. ``clock`` is where the waits between
+    callback attempts run (default: the system clock).
 
     ``fleet`` (default ``SVC_FLEET_URL``), a Redis URL, makes replicas with the same
     secret act as one (``svc_async.fleet.webhooks``): deduplicated fleet-wide, callbacks
@@ -200,6 +202,7 @@ class WebhookReceiver:
         callback_retry: RetryPolicy = DEFAULT_CALLBACK_RETRY,
         read_timeout: float = 10.0,
         body_timeout: float = 60.0,
+        clock: Clock | None = None,
         fleet: str | None = None,
         claim_after: float = 30.0,
     ) -> None:
@@ -209,6 +212,8 @@ class WebhookReceiver:
             raise TypeError("verifier must be callable")
         if not isinstance(callback_retry, RetryPolicy):
             raise TypeError("callback_retry must be a RetryPolicy")
+        if clock is not None and not isinstance(clock, Clock):
+            raise TypeError("clock must implement the Clock protocol (now, wall and sleep)")
         for name, value in (("read_timeout", read_timeout), ("body_timeout", body_timeout)):
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")
@@ -223,8 +228,10 @@ class WebhookReceiver:
         self.callback_retry = callback_retry
         self.read_timeout = float(read_timeout)
         self.body_timeout = float(body_timeout)
+        self.clock: Clock = SYSTEM_CLOCK if clock is None else clock
+        """Where the waits between callback attempts and the drain deadlines run."""
         self._dispatcher: DeliveryDispatcher = LocalDispatcher(
-            self._attempt, self._finish, policy=callback_retry
+            self._attempt, self._finish, policy=callback_retry, clock=self.clock
         )
         self._fleet: Any = None
         fleet = fleet_url(fleet)
@@ -240,6 +247,7 @@ class WebhookReceiver:
                 attempt=self._attempt,
                 finish=self._finish,
                 policy=callback_retry,
+                clock=self.clock,
                 make_job=self._job,
                 wake=self._wake,
                 claim_after=claim_after,
@@ -340,11 +348,10 @@ class WebhookReceiver:
             return web.Response(status=401, text="unauthorized")
         if self._closed:
             return web.Response(status=503, headers={"Retry-After": "5"})
-        refusal = await self._read(request)
-        if isinstance(refusal, web.Response):
+        body = await self._read(request)
+        if isinstance(body, web.Response):  # refused: too large, too slow or cut short
             self.stats.rejected += 1
-            return refusal
-        body = refusal
+            return body
         try:
             if self._verifier is not None:
                 verdict = self._verifier(request, body)
@@ -543,20 +550,18 @@ class WebhookReceiver:
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait until the deliveries taken so far are done or given up (or ``timeout``)."""
-        loop = asyncio.get_running_loop()
-        end = None if timeout is None else loop.time() + timeout
+        end = None if timeout is None else self.clock.now() + timeout
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=timeout)
-        await self._dispatcher.drain(None if end is None else max(0.0, end - loop.time()))
+        await self._dispatcher.drain(None if end is None else max(0.0, end - self.clock.now()))
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
         """Refuse new deliveries (503), let running callbacks finish, give up stragglers."""
         self._closed = True
-        loop = asyncio.get_running_loop()
-        end = None if timeout is None else loop.time() + timeout
+        end = None if timeout is None else self.clock.now() + timeout
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=timeout)
-        left = None if end is None else max(0.0, end - loop.time())
+        left = None if end is None else max(0.0, end - self.clock.now())
         await self._dispatcher.aclose(left)
         if self._fleet is not None:
             await self._fleet.aclose(0.0)
@@ -584,6 +589,30 @@ class RedactedAccessLogger(AccessLogger):
 
     def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
         if request.rel_url.raw_query_string:
-            hidden = yarl.URL(redact_url(request.rel_url), encoded=True)
-            request = request.clone(rel_url=hidden)
+            request = cast("BaseRequest", _RedactedRequest(request))
         super().log(request, response, time)
+
+
+class _RedactedRequest:
+    """A request as the access log sees it: the same, but its URL's query values hidden."""
+
+    __slots__ = ("_request", "rel_url")
+
+    def __init__(self, request: BaseRequest) -> None:
+        self._request = request
+        self.rel_url = yarl.URL(redact_url(request.rel_url), encoded=True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._request, name)
+
+    @property
+    def path_qs(self) -> str:
+        return self.rel_url.path_qs
+
+    @property
+    def raw_path(self) -> str:
+        return self.rel_url.raw_path_qs
+
+    @property
+    def query_string(self) -> str:
+        return self.rel_url.query_string

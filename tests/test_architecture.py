@@ -108,6 +108,7 @@ ALLOWED = {
     "fleet.webhooks": {
         "_webhook_delivery",
         "_webhook_payloads",
+        "clock",
         "converter",
         "errors",
         "retry",

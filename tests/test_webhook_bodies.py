@@ -9,6 +9,7 @@ receiver that trusts one read refuses these as "not valid JSON".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -46,23 +47,37 @@ async def receiving(
 
 
 async def raw_post(address: tuple[str, int], head: dict[str, str], send: Send) -> tuple[int, bytes]:
-    """POST by hand: the request head, then whatever ``send`` writes; (status, body)."""
+    """POST by hand: the request head, then whatever ``send`` writes; (status, body).
+
+    The answer is read while the body is still being sent, as a client that takes an
+    early refusal (413, 408) does; sending stops once it has come.
+    """
     reader, writer = await asyncio.open_connection(*address)
-    try:
+
+    async def answer() -> tuple[int, bytes]:
+        head_bytes = await reader.readuntil(b"\r\n\r\n")
+        status_line, *fields = head_bytes.decode().split("\r\n")
+        sizes = [int(f.split(":")[1]) for f in fields if f.lower().startswith("content-length:")]
+        body = await reader.readexactly(sizes[0] if sizes else 0)  # a 204 has none
+        return int(status_line.split()[1]), body
+
+    async def request() -> None:
         lines = [f"POST {TARGET} HTTP/1.1", f"Host: {address[0]}:{address[1]}"]
         lines += [f"{name}: {value}" for name, value in head.items()]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
         await writer.drain()
-        await send(writer)
-        head_bytes = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-        status_line, *fields = head_bytes.decode().split("\r\n")
-        sizes = [int(f.split(":")[1]) for f in fields if f.lower().startswith("content-length:")]
-        length = sizes[0] if sizes else 0  # a 204 has none
-        answer = await asyncio.wait_for(reader.readexactly(length), 10)
+        with contextlib.suppress(ConnectionError):  # the server hung up after answering
+            await send(writer)
+
+    sending = asyncio.create_task(request())
+    try:
+        return await asyncio.wait_for(answer(), 600)
     finally:
+        sending.cancel()
+        await asyncio.gather(sending, return_exceptions=True)
         writer.close()
-        await writer.wait_closed()
-    return int(status_line.split()[1]), answer
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
 
 
 def fixed(body: bytes) -> dict[str, str]:
@@ -132,15 +147,15 @@ async def test_large_deliveries_are_read_whole_and_dispatched(size: int) -> None
     assert seen[0].entry.field("notes") == "n" * size
 
 
+@pytest.mark.looptime
 async def test_a_delivery_in_two_segments_is_read_whole() -> None:
     receiver = WebhookReceiver(SECRET)
     seen = collect(receiver)
     body = status_update()
     assert len(body) == 60
     async with receiving(receiver) as address:
-        # Two TCP segments, the second 50 ms after the first (TCP_NODELAY is moot: the
-        # pause alone makes them two reads on the server).
-        status, _ = await raw_post(address, fixed(body), pieces(body, 30, pause=0.05))
+        # Two TCP segments, the second 100 ms (virtual) after the first: two reads.
+        status, _ = await raw_post(address, fixed(body), pieces(body, 30, pause=0.1))
         await receiver.drain()
     assert status == 204
     assert seen == [JobStatusUpdate(job_id=7, status="Processed")]
@@ -199,8 +214,9 @@ async def test_a_body_over_the_cap_is_413_and_not_dispatched(chunked: bool) -> N
     assert seen == [] and receiver.stats.rejected == 1
 
 
+@pytest.mark.looptime
 async def test_a_body_that_stops_arriving_is_408_after_the_read_timeout() -> None:
-    receiver = WebhookReceiver(SECRET, read_timeout=0.1)
+    receiver = WebhookReceiver(SECRET)  # the default read_timeout: 10 s (virtual here)
     seen = collect(receiver)
     body = status_update()
     async with receiving(receiver) as address:
@@ -209,17 +225,26 @@ async def test_a_body_that_stops_arriving_is_408_after_the_read_timeout() -> Non
         status, answer = await raw_post(address, fixed(body), pieces(body[:30]))
         waited = loop.time() - start
     assert status == 408 and b"after 30 bytes" in answer
-    assert waited >= 0.1
+    assert 10 <= waited < 11
     assert seen == [] and receiver.stats.rejected == 1
 
 
-async def test_a_body_that_keeps_dripping_is_408_after_the_body_timeout() -> None:
-    receiver = WebhookReceiver(SECRET, read_timeout=5, body_timeout=0.2)
+@pytest.mark.looptime
+async def test_pieces_that_keep_coming_are_read_until_the_body_timeout() -> None:
+    receiver = WebhookReceiver(SECRET)  # 10 s per piece, 60 s in all (virtual here)
+    seen = collect(receiver)
     body = status_update()
     async with receiving(receiver) as address:
-        send = pieces(body, *range(1, 20), pause=0.02)  # 20 pieces: 0.4 s or more
-        status, _ = await raw_post(address, fixed(body), send)
-    assert status == 408 and receiver.stats.dispatched == 0
+        slow = pieces(body, 10, 20, 30, 40, 50, pause=9.0)  # 45 s, 9 s between pieces
+        assert (await raw_post(address, fixed(body), slow))[0] == 204
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        slower = pieces(body, *range(2, 60, 2), pause=5.0)  # 145 s, 5 s between pieces
+        status, _ = await raw_post(address, fixed(body), slower)
+        waited = loop.time() - start
+        await receiver.drain()
+    assert status == 408 and 60 <= waited < 61
+    assert len(seen) == 1 and receiver.stats.rejected == 1
 
 
 async def test_a_sender_that_goes_away_mid_body_dispatches_nothing() -> None:

@@ -177,6 +177,21 @@ async def test_waiters_wake_once_even_when_callbacks_fail() -> None:
     receiver.unsubscribe(sub)
 
 
+async def test_the_receiver_waits_the_default_backoff_on_its_clock() -> None:
+    clock = RecordingClock()
+    receiver = WebhookReceiver(SECRET, clock=clock)
+    flaky = Flaky(failures=10)
+    receiver.on_status_update(flaky)
+    receiver.dispatch(JobStatusUpdate(job_id=1, status="Processed"))
+    await receiver.drain()
+    assert flaky.calls == 5 and receiver.stats.given_up == 1
+    ceilings = [1.0, 2.0, 4.0, 8.0]  # full jitter: each wait up to its ceiling
+    assert len(clock.slept) == 4
+    assert all(0 <= w <= c for w, c in zip(clock.slept, ceilings, strict=True))
+    with pytest.raises(TypeError, match="clock"):
+        WebhookReceiver(SECRET, clock=object())  # type: ignore[arg-type]
+
+
 def test_the_default_retry_is_bounded_and_checked() -> None:
     assert DEFAULT_CALLBACK_RETRY.max_attempts == 5
     total = sum(DEFAULT_CALLBACK_RETRY.ceiling(n) for n in range(1, 5))
@@ -188,12 +203,26 @@ def test_the_default_retry_is_bounded_and_checked() -> None:
 # ------------------------------------------------------------------ the dispatcher
 
 
-async def test_the_dispatcher_waits_the_policys_backoff_on_the_injected_sleep() -> None:
-    waited: list[float] = []
-    finished: list[bool] = []
+class RecordingClock:
+    """A clock whose sleeps return at once and are written down."""
 
-    async def sleep(seconds: float) -> None:
-        waited.append(seconds)
+    def __init__(self) -> None:
+        self.slept: list[float] = []
+
+    def now(self) -> float:
+        return sum(self.slept)
+
+    def wall(self) -> float:
+        return 1e9 + self.now()
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+
+
+async def test_the_dispatcher_waits_the_policys_backoff_on_its_clock() -> None:
+    clock = RecordingClock()
+    waited = clock.slept
+    finished: list[bool] = []
 
     async def attempt(job: DeliveryJob) -> bool:
         return job.attempts == 4
@@ -202,7 +231,7 @@ async def test_the_dispatcher_waits_the_policys_backoff_on_the_injected_sleep() 
         finished.append(done)
 
     policy = RetryPolicy(max_attempts=4, wait_initial=0.5, wait_max=1.5, wait_jitter=0)
-    dispatcher = LocalDispatcher(attempt, finish, policy=policy, sleep=sleep)
+    dispatcher = LocalDispatcher(attempt, finish, policy=policy, clock=clock)
     update = JobStatusUpdate(job_id=1, status="Processed")
     dispatcher.submit(DeliveryJob(key=delivery_key(update), update=update, todo=[print]))
     await dispatcher.drain()
@@ -212,7 +241,7 @@ async def test_the_dispatcher_waits_the_policys_backoff_on_the_injected_sleep() 
         return False
 
     waited.clear()
-    dispatcher = LocalDispatcher(never, finish, policy=policy, sleep=sleep)
+    dispatcher = LocalDispatcher(never, finish, policy=policy, clock=clock)
     dispatcher.submit(DeliveryJob(key=delivery_key(update), update=update, todo=[print]))
     await dispatcher.drain()
     assert waited == [0.5, 1.0, 1.5] and finished == [True, False]  # 4 attempts, given up

@@ -491,7 +491,13 @@ async def test_the_access_log_shows_no_secret_with_the_redacted_logger(
     """
     receiver = WebhookReceiver(SECRET)
     extra = {"access_log_class": RedactedAccessLogger} if redacted else {}
-    runner = web.AppRunner(receiver.app(), shutdown_timeout=0.1, **extra)
+    app = receiver.app()
+
+    async def other(request: web.Request) -> web.Response:  # a route that reads its body
+        return web.Response(text=str(len(await request.read())))
+
+    app.router.add_post("/other", other)
+    runner = web.AppRunner(app, shutdown_timeout=0.1, **extra)
     await runner.setup()
     caplog.set_level(logging.INFO, logger="aiohttp.access")
     try:
@@ -500,16 +506,18 @@ async def test_the_access_log_shows_no_secret_with_the_redacted_logger(
         url = f"http://127.0.0.1:{runner.addresses[0][1]}{DEFAULT_PATH}"
         assert await post(url, {"id": 1, "status": "Completed"}, params={"key": SECRET}) == 204
         assert await post(url, {"id": 1}, params={"key": "wrong-" + SECRET}) == 401
+        other_url = url.replace(DEFAULT_PATH, "/other")
+        assert await post(other_url, {"id": 1}, params={"token": SECRET}) == 200
     finally:
         await runner.cleanup()
     lines = [r.getMessage() for r in caplog.records if r.name == "aiohttp.access"]
-    assert len(lines) == 2
+    assert len(lines) == 3
     if not redacted:
         assert SECRET in lines[0]  # what the recipe used to write to your logs
         return
     assert SECRET not in caplog.text
     assert f"POST {DEFAULT_PATH}?key=[REDACTED] HTTP/1.1" in lines[0] and " 204 " in lines[0]
-    assert " 401 " in lines[1]
+    assert " 401 " in lines[1] and "POST /other?token=[REDACTED] HTTP/1.1" in lines[2]
 
 
 # ------------------------------------------------------------------ entry updates and output files

@@ -38,6 +38,7 @@ from .._webhook_delivery import (
     MemoryLedger,
 )
 from .._webhook_payloads import Delivery, EntryUpdate, JobStatusUpdate, parse_delivery
+from ..clock import Clock
 from ..converter import unstructure
 from ..errors import WebhookPayloadError
 from ..retry import RetryPolicy
@@ -118,6 +119,7 @@ class FleetDispatcher:
         attempt: Attempt,
         finish: Finish,
         policy: RetryPolicy,
+        clock: Clock,
         make_job: Callable[[DeliveryKey, Delivery], DeliveryJob],
         claim_after: float = 30.0,
     ) -> None:
@@ -126,7 +128,7 @@ class FleetDispatcher:
         self._stream = f"svc:{namespace}:deliveries"
         self._finish = finish
         self._make_job = make_job
-        self.local = LocalDispatcher(attempt, self._settle, policy=policy)
+        self.local = LocalDispatcher(attempt, self._settle, policy=policy, clock=clock)
         self.consumer = os.urandom(6).hex()
         self._entries: dict[DeliveryJob, bytes] = {}
         self._acks: set[asyncio.Task[None]] = set()
@@ -272,11 +274,12 @@ class FleetDeliveries:
         attempt: Attempt,
         finish: Finish,
         policy: RetryPolicy,
+        clock: Clock,
         make_job: Callable[[DeliveryKey, Delivery], DeliveryJob],
         wake: Callable[[JobStatusUpdate], None],
         claim_after: float = 30.0,
     ) -> None:
-        self.store = Store(url)
+        self.store = Store(url, clock=clock)
         self.ledger = FleetLedger(self.store, namespace)
         self.dispatcher = FleetDispatcher(
             self.store,
@@ -284,6 +287,7 @@ class FleetDeliveries:
             attempt=attempt,
             finish=finish,
             policy=policy,
+            clock=clock,
             make_job=make_job,
             claim_after=claim_after,
         )
