@@ -172,7 +172,7 @@ class DeliveryDispatcher(Protocol):
 class LocalDispatcher:
     """Runs each job in a task of this process, retrying failed callbacks.
 
-    A job gets up to ``policy.max_attempts`` runs, waiting ``policy.backoff(n)`` after
+    A job gets up to ``policy.attempts`` runs, waiting ``policy.backoff(n)`` after
     the n-th failed one on ``clock`` (a virtual one in tests). A job waits
     for the job before it about the same subject, so retries never reorder them.
     """
@@ -217,7 +217,7 @@ class LocalDispatcher:
                 if await self._attempt(job):
                     await self._finish(job, True)
                     return
-                if job.attempts >= self.policy.max_attempts:
+                if job.attempts >= self.policy.attempts:
                     break
                 await self.clock.sleep(self.policy.backoff(job.attempts))
         except asyncio.CancelledError:

@@ -98,7 +98,7 @@ MAX_BODY = 4 * 1024 * 1024
 """Largest delivery body accepted: a status update is a few dozen bytes, but an entry
 update carries the whole Entry with its songs and licence data."""
 
-DEFAULT_CALLBACK_RETRY = RetryPolicy(max_attempts=5, wait_initial=1.0, wait_max=30.0, timeout=None)
+DEFAULT_CALLBACK_RETRY = RetryPolicy(attempts=5, wait_initial=1.0, wait_max=30.0)
 """How failed callbacks are retried by default: 5 runs, waits of up to 1, 2, 4, 8 s."""
 
 _U = TypeVar("_U", JobStatusUpdate, EntryUpdate, OutputFileUpdate)
@@ -479,7 +479,7 @@ class WebhookReceiver:
         """Run the callbacks of ``job`` that have not succeeded yet; True when all have."""
         if job.attempts > 1:
             self.stats.retries += 1
-        last = job.attempts >= self.callback_retry.max_attempts
+        last = job.attempts >= self.callback_retry.attempts
         failed = []
         for callback in job.todo:
             try:
@@ -494,7 +494,7 @@ class WebhookReceiver:
                     callback,
                     describe(job.update),
                     job.attempts,
-                    self.callback_retry.max_attempts,
+                    self.callback_retry.attempts,
                     exc_info=True,
                 )
                 failed.append(callback)

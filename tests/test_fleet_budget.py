@@ -11,7 +11,7 @@ import pytest
 import redis.asyncio as aioredis
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from svc_async import Client, RateLimitError, RetryPolicy
+from svc_async import Client, RateLimitError
 from svc_async.clock import SYSTEM_CLOCK
 from svc_async.errors import PacingExceedsDeadline
 from svc_async.fleet.budget import FleetPacer
@@ -170,7 +170,7 @@ async def test_a_store_that_is_down_paces_locally_with_one_warning(
             for _ in range(5):
                 await svc.orgs.list()  # local pacing still counts the budget
             with pytest.raises(RateLimitError, match="beyond the call's deadline"):
-                await svc.orgs.list(retry=RetryPolicy(timeout=1.0))  # spent: held, not sent
+                await svc.orgs.list(timeout=1.0)  # spent: held, not sent
         assert fake.rate_limited == 0
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "unavailable" in warnings[0].getMessage()

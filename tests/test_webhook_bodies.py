@@ -258,7 +258,7 @@ async def test_a_sender_that_goes_away_mid_body_dispatches_nothing() -> None:
         await writer.drain()
         writer.close()
         await writer.wait_closed()
-        for _ in range(200):  # the server notices the close on its next loop turns
+        for _ in range(2000):  # the server notices the close on its next loop turns
             if receiver.stats.rejected:
                 break
             await asyncio.sleep(0.005)

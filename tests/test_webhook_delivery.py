@@ -37,7 +37,7 @@ from svc_async.webhooks import (
 from .conftest import load, serve_app
 
 SECRET = "delivery-test-secret"
-NO_WAIT = RetryPolicy(max_attempts=3, wait_initial=0, wait_max=0, timeout=None)
+NO_WAIT = RetryPolicy(attempts=3, wait_initial=0, wait_max=0)
 ENTRY = load("get-event-entries.response-0.json")[0]
 
 
@@ -152,7 +152,7 @@ async def test_a_retried_delivery_keeps_its_place_before_later_news_of_the_same_
 
 
 async def test_aclose_gives_up_a_delivery_still_retrying_and_forgets_it() -> None:
-    waits = RetryPolicy(max_attempts=5, wait_initial=60, wait_jitter=0, timeout=None)
+    waits = RetryPolicy(attempts=5, wait_initial=60, wait_jitter=0)
     receiver = WebhookReceiver(SECRET, callback_retry=waits)
     flaky = Flaky(failures=1)
     receiver.on_status_update(flaky)
@@ -193,7 +193,7 @@ async def test_the_receiver_waits_the_default_backoff_on_its_clock() -> None:
 
 
 def test_the_default_retry_is_bounded_and_checked() -> None:
-    assert DEFAULT_CALLBACK_RETRY.max_attempts == 5
+    assert DEFAULT_CALLBACK_RETRY.attempts == 5
     total = sum(DEFAULT_CALLBACK_RETRY.ceiling(n) for n in range(1, 5))
     assert total == 15.0  # 1 + 2 + 4 + 8 s at most, within the receiver's lifetime
     with pytest.raises(TypeError, match="callback_retry"):
@@ -230,7 +230,7 @@ async def test_the_dispatcher_waits_the_policys_backoff_on_its_clock() -> None:
     async def finish(job: DeliveryJob, done: bool) -> None:
         finished.append(done)
 
-    policy = RetryPolicy(max_attempts=4, wait_initial=0.5, wait_max=1.5, wait_jitter=0)
+    policy = RetryPolicy(attempts=4, wait_initial=0.5, wait_max=1.5, wait_jitter=0)
     dispatcher = LocalDispatcher(attempt, finish, policy=policy, clock=clock)
     update = JobStatusUpdate(job_id=1, status="Processed")
     dispatcher.submit(DeliveryJob(key=delivery_key(update), update=update, todo=[print]))

@@ -143,6 +143,7 @@ def test_big_ids_of_entries_and_output_files_are_exact() -> None:
         (b'{"id": 1e20, "status": "Processed"}', "float too large to be an exact id"),
         (b'{"id": 18446744073709551617.0, "status": "X"}', "float too large"),
         (b'{"id": -9223372036854775809, "status": "Processed"}', "positive"),
+        (b'{"id": 1' + b"0" * 400 + b', "status": "Processed"}', "not valid JSON"),
         (
             b'{"id": 1, "status": "X", "d": '
             + b"[" * 1000
@@ -443,7 +444,7 @@ async def test_receiver_is_an_async_context_manager() -> None:
 
 
 async def test_callback_errors_are_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
-    receiver = WebhookReceiver(SECRET, callback_retry=RetryPolicy(max_attempts=1))
+    receiver = WebhookReceiver(SECRET, callback_retry=RetryPolicy(attempts=1))
     seen: list[int] = []
 
     @receiver.on_status_update
@@ -683,7 +684,7 @@ async def test_output_file_duplicates_are_dropped_by_file_and_status() -> None:
 async def test_callback_failures_are_logged_without_signed_links(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    receiver = WebhookReceiver(SECRET, callback_retry=RetryPolicy(max_attempts=1))
+    receiver = WebhookReceiver(SECRET, callback_retry=RetryPolicy(attempts=1))
 
     @receiver.on_output_file
     def broken(update: OutputFileUpdate) -> None:
