@@ -49,7 +49,7 @@ from .errors import (
     error_class_for,
 )
 from .models import RateLimit
-from .ratelimit import Pacer, parse_rate_limit
+from .ratelimit import Pacing, parse_rate_limit
 from .redact import redact_text, redact_url, redact_value
 from .retry import RetryBudget, RetryPolicy, server_wait
 from .transport import Request, Response, StreamingTransport, StreamResponse, Timeout, Transport
@@ -411,7 +411,7 @@ class Env:
     login_policy: RetryPolicy
     default_headers: Mapping[str, str]
     """Sent with every call (User-Agent, Accept); auth and Content-Type are added."""
-    pacer: Pacer | None
+    pacer: Pacing | None
     budget: RetryBudget
     rng: random.Random
     tracker: Tracker = attrs.field(factory=Tracker)
@@ -699,7 +699,7 @@ async def run(env: Env, call: Call) -> Any:
         tracker.leave(task)
 
 
-async def _pace(pacer: Pacer, call: Call, deadline: float | None, loop: Any) -> None:
+async def _pace(pacer: Pacing, call: Call, deadline: float | None, loop: Any) -> None:
     """Wait for the pacer; a wait beyond the deadline raises RateLimitError at once."""
     start = pacer.clock.now()
     try:
