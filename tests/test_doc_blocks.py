@@ -24,10 +24,13 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
+import logging
 import re
 import sys
 import textwrap
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,15 +216,31 @@ def _params(items: list[Any], ids: Any = None) -> list[Any]:
     ]
 
 
+@contextmanager
+def logging_restored() -> Iterator[None]:
+    """A page may configure logging (``basicConfig``, levels): undo it after the page."""
+    root, sdk = logging.getLogger(), logging.getLogger("svc_async")
+    handlers, levels = list(root.handlers), (root.level, sdk.level)
+    try:
+        yield
+    finally:
+        for handler in root.handlers:
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(levels[0])
+        sdk.setLevel(levels[1])
+
+
 @pytest.mark.parametrize("page", _params(SESSIONS))
 async def test_page_runs(page: str, reader: Path) -> None:
     namespace: dict[str, Any] = {"__name__": "__main__"}
-    try:
-        for block in ALL:
-            if block.page == page and not block.is_fragment and not block.is_test_module:
-                await run_block(block, namespace)
-    finally:
-        await close_leftovers(namespace)
+    with logging_restored():
+        try:
+            for block in ALL:
+                if block.page == page and not block.is_fragment and not block.is_test_module:
+                    await run_block(block, namespace)
+        finally:
+            await close_leftovers(namespace)
 
 
 @pytest.mark.parametrize("block", _params(TEST_MODULES, lambda b: b.id))
