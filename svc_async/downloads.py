@@ -93,7 +93,7 @@ async def download(
                 location = response.headers.get("Location")
                 if not location:
                     raise RedirectError(status, method="GET", url=redact_url(target))
-                following = target.join(yarl.URL(location))
+                following = _redirect_target(status, response.headers, target, location)
                 if target.scheme == "https" and following.scheme != "https":
                     raise TransportError(
                         f"refusing a redirect from https to {following.scheme}:"
@@ -136,7 +136,33 @@ def _parse_url(url: str | yarl.URL) -> yarl.URL:
     return parsed
 
 
+def _redirect_target(status: int, headers: Any, url: yarl.URL, location: str) -> yarl.URL:
+    """Where a redirect leads: an http(s) URL, or a ``RedirectError`` (never a ValueError)."""
+    try:
+        following: yarl.URL | None = url.join(yarl.URL(location))
+    except (ValueError, TypeError):
+        following = None
+    if following is not None and following.scheme in ("http", "https") and following.host:
+        return following
+    where = "an invalid location"
+    if following is not None and following.scheme:
+        where = f"a {following.scheme}: URL"
+    error = RedirectError(status, headers=headers, method="GET", url=redact_url(url))
+    error.args = (
+        f"HTTP {status} for GET {redact_url(url)} redirects to {where};"
+        " downloads follow http(s) redirects only",
+    )
+    raise error
+
+
 def _content_length(headers: Mapping[str, str]) -> int | None:
+    """The body's size, when Content-Length gives the size of the bytes we are handed.
+
+    A content-encoded body (gzip, br, ...) is handed over decoded, as requests and
+    httpx do; its Content-Length is the encoded size, so the decoded size is unknown.
+    """
+    if headers.get("Content-Encoding", "identity").strip().lower() != "identity":
+        return None
     try:
         value = int(headers.get("Content-Length", ""))
     except ValueError:

@@ -19,7 +19,6 @@ other statuses are read whole, as usual.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import logging
 import random
@@ -293,8 +292,16 @@ def decode_json(response: Response) -> Any:
         # orjson reads integers beyond 64 bits as floats: decode exactly instead.
         import json
 
-        with contextlib.suppress(ValueError):
+        try:
             data = json.loads(content)
+        except ValueError:
+            pass  # not UTF-8 or a quirk orjson accepts: keep orjson's reading
+        except RecursionError:
+            # The stdlib parser recurses per level; orjson took up to 1,024 of them.
+            raise ResponseDecodeError(
+                f"HTTP {response.status} body is nested too deeply to decode exactly",
+                status=response.status,
+            ) from None
     return data
 
 
