@@ -337,19 +337,20 @@ class Client:
         temporary file and renamed into place when complete. A 403 from a storage host
         raises ``SignedURLExpired``: read the resource again for a fresh link.
         """
-        from .downloads import DownloadEnv, download
+        from .downloads import download
 
         self._check_usable()
-        env = DownloadEnv(
-            transport=self._shared.transport,
-            auth_headers=self._shared.env.auth_headers,
-            user_agent=self._headers["User-Agent"],
+        work = download(
+            self._shared.env,
+            url,
+            destination,
             api_urls=(self._base, self._account),
+            policy=self._retry,
+            progress=progress,
+            timeout=timeout,
         )
-        return await self._tracked(
-            download(env, url, destination, progress=progress, timeout=timeout),
-            f"download of {redact_url(str(url)) if isinstance(url, str | yarl.URL) else url}",
-        )
+        what = f"download of {redact_url(str(url)) if isinstance(url, str | yarl.URL) else url}"
+        return await self._tracked(work, what)
 
     # the escape hatch
 

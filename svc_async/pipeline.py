@@ -12,8 +12,8 @@ Two layers, after gidgethub's sans-I/O split:
 
 A call's body is decoded by its ``decode`` strategy (``decode_json`` by default). A call
 may instead give ``stream_decode``: the pipeline then opens the response as a stream and
-hands a 2xx body to it unread (e.g. an incremental JSON decoder for large answers);
-other statuses are read whole, as usual.
+hands a 2xx body to it unread (an incremental JSON decoder for large answers, a download
+writing to disk); other statuses are read whole, under the transport's body cap.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 import orjson
 import yarl
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from .errors import (
     APIError,
@@ -253,6 +254,17 @@ class Call:
     resolve: Resolver | None = None
     reply: bool = False
     """Return the ``Reply`` (data and response metadata) rather than the data alone."""
+    headers: Mapping[str, str] | None = None
+    """Headers of this call over the client's (a download's ``Accept: */*``)."""
+    redirects: bool = False
+    """Hand a redirect (301, 302, 303, 307, 308) to ``decode`` instead of raising it."""
+    service: bool = True
+    """The URL is the service's own: paced, and its answer observed (rate limit, Date).
+    False for another origin (the storage host of a signed link)."""
+
+
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+"""The statuses a call with ``redirects`` returns rather than raises."""
 
 
 @attrs.define(slots=True, kw_only=True)
@@ -346,6 +358,9 @@ def _bounded(timeout: Timeout, deadline: float | None, now: float) -> Timeout:
     return attrs.evolve(timeout, total=left)
 
 
+_NO_DATA = object()
+
+
 async def _send_streamed(
     transport: StreamingTransport, request: Request, decoder: StreamDecoder
 ) -> tuple[Response, Any]:
@@ -354,10 +369,7 @@ async def _send_streamed(
             data = await decoder(stream)
             return Response(stream.status, stream.headers, b"", request), data
         body = b"".join([chunk async for chunk in stream.iter_chunks(65536)])
-        return Response(stream.status, stream.headers, body, request), None
-
-
-_NO_DATA = object()
+        return Response(stream.status, stream.headers, body, request), _NO_DATA
 
 
 async def run(env: Env, call: Call) -> Any:
@@ -387,7 +399,9 @@ async def run(env: Env, call: Call) -> Any:
             else:
                 auth = await env.auth_headers()
             headers = env.headers(auth, has_body)
-            if env.pacer is not None and not env.pacer.admit():
+            if call.headers is not None:
+                headers = CIMultiDictProxy(CIMultiDict({**headers, **call.headers}))
+            if env.pacer is not None and call.service and not env.pacer.admit():
                 await _pace(env.pacer, call, deadline, loop)
             now = loop.time()
             timeout = call.timeout
@@ -407,10 +421,13 @@ async def run(env: Env, call: Call) -> Any:
             except (TransportError, ResponseDecodeError) as exc:
                 failure = exc
             finally:
-                env.observe(response)
+                if call.service:
+                    env.observe(response)
             if response is not None and logger.isEnabledFor(logging.DEBUG):
                 logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
-            if response is not None and 200 <= response.status < 300:
+            if response is not None and (
+                200 <= response.status < 300 or (call.redirects and response.status in REDIRECTS)
+            ):
                 if data is _NO_DATA and failure is None:
                     try:
                         data = (call.decode or decode_json)(response)
