@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, HeaderAuth
 from .client import Client
+from .clock import Clock, SystemClock
 from .errors import (
     AmbiguousCreateError,
     APIError,
@@ -146,6 +147,7 @@ __all__ = [
     "CheckResult",
     "Client",
     "ClientClosedError",
+    "Clock",
     "Composer",
     "ConflictError",
     "ConnectError",
@@ -211,6 +213,7 @@ __all__ = [
     "SvcLicense",
     "SyncResult",
     "SyncState",
+    "SystemClock",
     "Timeout",
     "TimeoutArg",
     "Transport",

@@ -10,11 +10,12 @@ from __future__ import annotations
 import email.utils
 import random
 import threading
-import time
 import warnings
 from collections.abc import Mapping
 
 import attrs
+
+from .clock import SYSTEM_CLOCK
 
 RETRYABLE_STATUSES: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504})
 """Statuses after which a request that is safe to repeat is sent again."""
@@ -37,7 +38,7 @@ def _sane(seconds: float, now: float | None) -> float | None:
     if seconds > EPOCH_MS_THRESHOLD:
         seconds /= 1000.0
     if seconds > EPOCH_THRESHOLD:
-        seconds -= time.time() if now is None else now
+        seconds -= SYSTEM_CLOCK.wall() if now is None else now
     seconds = max(0.0, seconds)
     return None if seconds > MAX_SERVER_WAIT else seconds
 
@@ -169,7 +170,7 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
             return None
         if parsed is None:
             return None
-        seconds = parsed.timestamp() - (time.time() if now is None else now)
+        seconds = parsed.timestamp() - (SYSTEM_CLOCK.wall() if now is None else now)
     else:
         if seconds != seconds or seconds in (_INF, -_INF):
             return None
@@ -197,11 +198,15 @@ def parse_reset(value: str | None, now: float | None = None) -> float | None:
     return _sane(seconds, now)  # an epoch time (seconds or milliseconds), or absurd
 
 
-def server_wait(status: int, headers: Mapping[str, str]) -> float | None:
-    """The wait the server asked for: Retry-After, else on 429 the rate-limit reset."""
-    wait = parse_retry_after(headers.get("Retry-After"))
+def server_wait(status: int, headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """The wait the server asked for: Retry-After, else on 429 the rate-limit reset.
+
+    ``now`` is the wall time dates and epoch values are read against (default: the
+    system clock's).
+    """
+    wait = parse_retry_after(headers.get("Retry-After"), now)
     if wait is None and status == 429:
-        wait = parse_reset(headers.get("x-ratelimit-reset"))
+        wait = parse_reset(headers.get("x-ratelimit-reset"), now)
     return wait
 
 
