@@ -14,10 +14,12 @@ from svc_async import (
     ApiKeyAuth,
     Client,
     MockTransport,
+    Pacer,
     Request,
     Response,
     RetryPolicy,
     SignedURLExpired,
+    Timeout,
     TransportError,
     json_response,
 )
@@ -300,10 +302,36 @@ async def test_storage_answers_are_not_paced_or_observed_but_api_answers_are() -
                 return Response(status=302, headers={**headers, "Location": "https://s.example/x"})
         return Response(status=200, headers=headers, content=b"data")
 
-    async with Client("https://api.example", token="t", transport=MockTransport(handler)) as svc:
+    class CountingPacer(Pacer):
+        admitted = 0
+
+        def admit(self) -> bool:
+            CountingPacer.admitted += 1
+            return super().admit()
+
+    pacer = CountingPacer()
+    transport = MockTransport(handler)
+    async with Client(
+        "https://api.example", token="t", transport=transport, rate_limit=pacer
+    ) as svc:
         await svc.download("https://s.example/x", io.BytesIO())
         assert svc.server_date is None  # a storage host's clock is not the service's
         assert svc.rate_limit is None
+        assert CountingPacer.admitted == 0  # nor does it spend the service's budget
         await svc.download("https://api.example/api/files/x", io.BytesIO())
         assert svc.server_date == "Tue, 01 Jan 2030 00:00:00 GMT"
         assert svc.rate_limit is not None and svc.rate_limit.remaining == 7
+        assert CountingPacer.admitted == 1  # the API hop; the storage hop it led to is not
+
+
+async def test_each_exchange_gets_the_download_s_limits() -> None:
+    limits: list[Timeout | None] = []
+
+    def handler(request: Request) -> Response:
+        limits.append(request.timeout)
+        return Response(status=200, content=b"x")
+
+    async with Client("https://api.example", token="t", transport=MockTransport(handler)) as svc:
+        await svc.download("https://s.example/x", io.BytesIO())
+        await svc.download("https://s.example/x", io.BytesIO(), timeout=Timeout(total=5.0))
+    assert limits == [Timeout(total=None, connect=10.0, read=60.0), Timeout(total=5.0)]
