@@ -32,7 +32,7 @@ from .errors import (
     SignedURLExpired,
     TransportError,
 )
-from .pipeline import Call, Env, run
+from .pipeline import Call, Env, StreamDecoder, run
 from .redact import redact_url
 from .retry import RetryPolicy
 from .transport import Response, StreamingTransport, StreamResponse, Timeout
@@ -154,7 +154,7 @@ def _redirect(response: Response) -> Response:
 class _Sink:
     """Where the body goes; each attempt starts it over from where the download began."""
 
-    __slots__ = ("chunk_size", "file", "progress", "rewindable", "start")
+    __slots__ = ("chunk_size", "file", "progress", "rewindable", "start", "started")
 
     def __init__(self, file: IO[bytes], progress: Progress | None, chunk_size: int) -> None:
         self.file = file
@@ -167,14 +167,16 @@ class _Sink:
         except (AttributeError, OSError, ValueError):
             self.start = None
         self.rewindable = self.start is not None
+        self.started = False
 
-    def writer(self, url: yarl.URL) -> Any:
+    def writer(self, url: yarl.URL) -> StreamDecoder:
         """The ``stream_decode`` of a hop to ``url``: write the 2xx body, say what was written."""
 
         async def write(stream: StreamResponse) -> DownloadResult:
-            if self.start is not None:
+            if self.started and self.start is not None:  # a retry: drop the partial body
                 self.file.seek(self.start)
                 self.file.truncate()
+            self.started = True
             total = _content_length(stream.headers)
             chunks = stream.iter_chunks(self.chunk_size, capped=False)  # to disk, not memory
             written = await _copy(chunks, self.file, total, self.progress)
