@@ -146,9 +146,12 @@ class StreamingTransport(Transport, Protocol):
         ...
 
 
-def _too_large(limit: int, length: int | None = None) -> ResponseTooLargeError:
+def _too_large(limit: int, request: Request, length: int | None = None) -> ResponseTooLargeError:
     size = "response body" if length is None else f"response body of {length} bytes"
-    return ResponseTooLargeError(f"{size} exceeds max_body_size ({limit} bytes)")
+    where = f"{request.method} {redact_url(request.url)}"
+    return ResponseTooLargeError(
+        f"{size} of {where} exceeds max_body_size ({limit} bytes)", request=request
+    )
 
 
 def _declared_length(resp: aiohttp.ClientResponse) -> int | None:
@@ -161,7 +164,10 @@ def _declared_length(resp: aiohttp.ClientResponse) -> int | None:
 
 
 async def _capped(
-    resp: aiohttp.ClientResponse, chunks: AsyncIterator[bytes], limit: int | None
+    resp: aiohttp.ClientResponse,
+    chunks: AsyncIterator[bytes],
+    limit: int | None,
+    request: Request,
 ) -> AsyncIterator[bytes]:
     """The one place a body's size is checked: declared first, then as bytes arrive.
 
@@ -171,27 +177,28 @@ async def _capped(
     if limit is not None:
         length = _declared_length(resp)
         if length is not None and length > limit:
-            raise _too_large(limit, length)
+            raise _too_large(limit, request, length)
     total = 0
     async for chunk in chunks:
         total += len(chunk)
         if limit is not None and total > limit:
-            raise _too_large(limit)
+            raise _too_large(limit, request)
         yield chunk
 
 
 class _AiohttpStream:
-    __slots__ = ("_limit", "_resp", "headers", "status")
+    __slots__ = ("_limit", "_request", "_resp", "headers", "status")
 
-    def __init__(self, status: int, headers: CIMultiDictProxy[str], resp: Any, limit: int) -> None:
-        self.status = status
-        self.headers = headers
+    def __init__(self, resp: Any, limit: int, request: Request) -> None:
+        self.status = resp.status
+        self.headers = resp.headers
         self._resp = resp
         self._limit = limit
+        self._request = request
 
     def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
         chunks = self._resp.content.iter_chunked(chunk_size)
-        return _capped(self._resp, chunks, self._limit if capped else None)
+        return _capped(self._resp, chunks, self._limit if capped else None, self._request)
 
 
 class AiohttpTransport:
@@ -277,7 +284,7 @@ class AiohttpTransport:
             # Awaited directly rather than through ``async with``: one layer less per call.
             resp = await self._open(request)
             try:
-                content = await self._read_body(resp)
+                content = await self._read_body(resp, request)
             finally:
                 resp.release()
             return Response(resp.status, resp.headers, content)
@@ -286,11 +293,11 @@ class AiohttpTransport:
         except Exception as exc:
             raise _wrap_error(exc, request) from None
 
-    async def _read_body(self, resp: aiohttp.ClientResponse) -> bytes:
+    async def _read_body(self, resp: aiohttp.ClientResponse, request: Request) -> bytes:
         length = _declared_length(resp)
         if length is not None and length <= self.max_body_size:
             return await resp.read()  # one read of a body of known, allowed size
-        chunks = _capped(resp, resp.content.iter_any(), self.max_body_size)
+        chunks = _capped(resp, resp.content.iter_any(), self.max_body_size, request)
         return b"".join([chunk async for chunk in chunks])
 
     @asynccontextmanager
@@ -303,7 +310,7 @@ class AiohttpTransport:
         except Exception as exc:
             raise _wrap_error(exc, request) from None
         try:
-            yield _AiohttpStream(resp.status, resp.headers, resp, self.max_body_size)
+            yield _AiohttpStream(resp, self.max_body_size, request)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _wrap_error(exc, request) from None
         finally:

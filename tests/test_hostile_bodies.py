@@ -149,7 +149,7 @@ async def _call(svc: Client, what: str, url: str, tmp_path: Path) -> Any:
         return await svc.entries.for_event(1, retry=policy)
     if what == "jobs.get":
         return await svc.jobs.get(1, retry=policy)
-    return await svc.download(f"{url}/file.bin", tmp_path / "file.bin")
+    return await svc.download(f"{url}/file.bin?X-Amz-Signature=s3cret", tmp_path / "file.bin")
 
 
 @pytest.mark.slow
@@ -167,12 +167,15 @@ async def test_gzip_bomb_stops_at_the_cap_for_every_status_and_path(
         async with Client(url, token="t", transport=transport) as svc:
             tracemalloc.start()
             try:
-                with pytest.raises(ResponseTooLargeError):
+                with pytest.raises(ResponseTooLargeError) as info:
                     await _call(svc, what, url, tmp_path)
                 _, peak = tracemalloc.get_traced_memory()
             finally:
                 tracemalloc.stop()
     assert counts["requests"] == 1  # too large is not retried
+    message = str(info.value)
+    assert "max_body_size" in message and "http://127.0.0.1" in message
+    assert "s3cret" not in message
     assert peak < 3 * cap, f"peak {peak / MB:.1f} MB under an {cap // MB} MB cap"
 
 
