@@ -74,6 +74,7 @@ async def download(
 
     ``env`` is the client's pipeline; ``api_urls`` its own hosts (the only ones that get
     its credentials); ``policy`` its retry rules; ``timeout`` the limits of each exchange.
+    A deadline for the whole download is the caller's (``pipeline.deadline_scope``).
     """
     target = _parse_url(url)
     if chunk_size <= 0:
@@ -104,7 +105,6 @@ async def _follow(
     """Run one call per hop, following redirects, until a body has been written."""
     api_origins = {_origin(yarl.URL(u)) for u in api_urls}
     authenticate = _origin(target) in api_origins
-    policy = attrs.evolve(policy, timeout=None)  # a big file takes what it takes
     for _ in range(MAX_REDIRECTS + 1):
         ours = _origin(target) in api_origins
         hop = Call(
@@ -112,7 +112,8 @@ async def _follow(
             url=target,
             content=None,
             idempotent=sink.rewindable,
-            timeout=timeout or DEFAULT_LIMITS,
+            timeout=None,  # a big file takes what it takes; a caller's deadline still holds
+            attempt_timeout=timeout or DEFAULT_LIMITS,
             policy=policy,
             authenticate=authenticate,
             decode=_redirect,

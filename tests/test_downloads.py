@@ -259,7 +259,7 @@ async def test_a_download_asks_for_any_type_and_server_errors_are_retried_then_r
 ) -> None:
     seen: list[str] = []
     app, count = _flaky_storage(1024, fail=10, seen=seen)
-    policy = RetryPolicy(max_attempts=3)
+    policy = RetryPolicy(attempts=3)
     async with serve_app(app) as storage:
         async with Client("http://127.0.0.1:9", token="t", retry=policy) as svc:
             with pytest.raises(ServerError) as info:
@@ -333,5 +333,5 @@ async def test_each_exchange_gets_the_download_s_limits() -> None:
 
     async with Client("https://api.example", token="t", transport=MockTransport(handler)) as svc:
         await svc.download("https://s.example/x", io.BytesIO())
-        await svc.download("https://s.example/x", io.BytesIO(), timeout=Timeout(total=5.0))
+        await svc.download("https://s.example/x", io.BytesIO(), attempt_timeout=Timeout(total=5.0))
     assert limits == [Timeout(total=None, connect=10.0, read=60.0), Timeout(total=5.0)]

@@ -55,7 +55,7 @@ DEPTHS = [1_000, 10_000, 100_000]
 async def test_deep_answers_end_in_an_svc_error(depth: int, leaf: str, status: int) -> None:
     for body in (_deep(depth, leaf), _deep_list(depth, leaf)):
         transport = MockTransport(lambda request, b=body: Response(status=status, content=b))
-        policy = RetryPolicy(max_attempts=1)
+        policy = RetryPolicy(attempts=1)
         async with Client("https://api.example", token="t", transport=transport) as svc:
             with pytest.raises(SvcError) as info:
                 await svc.jobs.get(1, retry=policy)
@@ -80,7 +80,7 @@ async def test_deep_numbers_within_orjson_s_limit_decode_or_refuse_cleanly(depth
     transport = MockTransport(lambda request: Response(status=200, content=body))
     async with Client("https://api.example", token="t", transport=transport) as svc:
         try:
-            data = await svc.request("GET", "/x", retry=RetryPolicy(max_attempts=1))
+            data = await svc.request("GET", "/x", retry=RetryPolicy(attempts=1))
         except ResponseDecodeError as exc:
             assert "deep" in str(exc)
         else:
@@ -97,7 +97,7 @@ async def test_deep_entries_answer_streamed_in_slices_ends_in_an_svc_error() -> 
     transport = MockTransport(lambda request: Response(status=200, content=body))
     async with Client("https://api.example", token="t", transport=transport) as svc:
         with pytest.raises(ResponseDecodeError):
-            await svc.entries.for_event(1, retry=RetryPolicy(max_attempts=1))
+            await svc.entries.for_event(1, retry=RetryPolicy(attempts=1))
 
 
 # -- item 5: one cap for every body on every path ----------------------------------------
@@ -144,7 +144,7 @@ def _endless_app(status: int) -> web.Application:
 
 
 async def _call(svc: Client, what: str, url: str, tmp_path: Path) -> Any:
-    policy = RetryPolicy(max_attempts=1)
+    policy = RetryPolicy(attempts=1)
     if what == "entries":
         return await svc.entries.for_event(1, retry=policy)
     if what == "jobs.get":
@@ -202,7 +202,7 @@ async def test_error_body_under_the_cap_is_kept_on_the_streamed_path() -> None:
     async with serve_app(app) as url:
         async with Client(url, token="t") as svc:
             with pytest.raises(ServerError) as info:
-                await svc.entries.for_event(1, retry=RetryPolicy(max_attempts=1))
+                await svc.entries.for_event(1, retry=RetryPolicy(attempts=1))
     assert info.value.body == {"message": "boom"}
 
 
