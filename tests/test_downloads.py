@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import tracemalloc
 from pathlib import Path
@@ -335,3 +336,23 @@ async def test_each_exchange_gets_the_download_s_limits() -> None:
         await svc.download("https://s.example/x", io.BytesIO())
         await svc.download("https://s.example/x", io.BytesIO(), attempt_timeout=Timeout(total=5.0))
     assert limits == [Timeout(total=None, connect=10.0, read=60.0), Timeout(total=5.0)]
+
+
+@pytest.mark.looptime
+async def test_a_download_s_retries_end_by_its_timeout() -> None:
+    """Retries and their waits run under the download's deadline (virtual time)."""
+    sent: list[float] = []
+
+    def handler(request: Request) -> Response:
+        sent.append(asyncio.get_running_loop().time())
+        return Response(status=503, headers={"Retry-After": "2"}, content=b"busy")
+
+    policy = RetryPolicy(attempts=10)
+    transport = MockTransport(handler)
+    async with Client("https://api.example", token="t", transport=transport, retry=policy) as svc:
+        start = asyncio.get_running_loop().time()
+        with pytest.raises(ServerError):
+            await svc.download("https://s.example/x", io.BytesIO(), timeout=5)
+        elapsed = asyncio.get_running_loop().time() - start
+    assert [round(t - start) for t in sent] == [0, 2, 4]  # a fourth would end past 5 s
+    assert elapsed < 5
