@@ -40,7 +40,9 @@ from .transport import AiohttpTransport, Timeout, Transport
 from .types import AttemptTimeoutArg, Progress
 from .types import TimeoutArg as TimeoutArg  # the old home of the name still works
 
-if TYPE_CHECKING:  # downloads and webhooks load on first use
+if TYPE_CHECKING:  # downloads, webhooks and tracing load on first use
+    from opentelemetry.trace import TracerProvider
+
     from .downloads import DownloadResult
     from .webhooks import WebhookReceiver
 
@@ -172,13 +174,20 @@ class Client:
     ``SVC_API_TOKEN``; ``account_url`` (default ``SVC_ACCOUNT_URL``, else ``base_url``)
     serves ``GET /api/orgs/me`` and API-key login. ``clock`` is where every deadline,
     pacing wait, poll and backoff reads the time and sleeps (default: the system clock;
-    tests pass ``svc_async.testing.VirtualClock``).
+    tests pass ``svc_async.testing.VirtualClock``). ``tracing=True`` (the ``otel``
+    extra) runs each call in an OpenTelemetry span of the global tracer provider, or of
+    the ``TracerProvider`` given (see ``svc_async.tracing``).
 
     ``timeout`` (seconds, None: none) bounds each call as a whole: every attempt, pacing
     hold, auth login or renewal, backoff and tag search (default 120 s).
     ``attempt_timeout`` limits each HTTP exchange within a call (seconds or a ``Timeout``
     with connect and read parts; default 30 s, 10 s to connect).
     """
+
+    webhooks: WebhookReceiver | None
+    """The receiver whose deliveries wake ``jobs.wait`` (None: polling only)."""
+    creation_tags: bool
+    """Whether ``jobs.create`` tags each job so an ambiguous create can be found again."""
 
     def __init__(
         self,
@@ -196,6 +205,7 @@ class Client:
         user_agent: str | None = None,
         retry_budget: RetryBudget | None = None,
         creation_tags: bool = True,
+        tracing: bool | TracerProvider = False,
         clock: Clock | None = None,
     ) -> None:
         base_url = base_url or os.environ.get("SVC_BASE_URL")
@@ -224,6 +234,7 @@ class Client:
                 rate_limit.clock = clock  # one timeline for the pacer and the deadlines
         else:
             pacer = Pacer(clock=clock) if rate_limit else None
+        trace = _trace_hook(tracing)
         whole, per = _split(timeout, attempt_timeout, stacklevel=2)
         self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
         self._attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT if per == "default" else per
@@ -257,11 +268,11 @@ class Client:
             budget=shared.budget,
             rng=shared.rng,
             transport_cuts=getattr(shared.transport, "enforces_timeout", False) is True,
+            trace=trace,
             clock=clock,
         )
         self._headers = headers
         self.webhooks = webhooks
-        """The receiver whose deliveries wake ``jobs.wait`` (None: polling only)."""
         self.creation_tags = creation_tags
         self._resources()
 
@@ -488,6 +499,7 @@ class Client:
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            operation="request",
         )
 
     # the pipeline
@@ -531,6 +543,7 @@ class Client:
             stream_decode=options.get("stream_decode"),
             resolve=options.get("resolve"),
             reply=options.get("reply", False),
+            operation=options.get("operation", ""),
         )
         return run(shared.env, call)
 
@@ -562,6 +575,21 @@ class Client:
             base = self._account if host == "account" else self._base
             url = urls[host, path] = yarl.URL(base + path)
         return url
+
+
+def _trace_hook(tracing: object) -> Any:
+    """``Env.trace`` for ``Client(tracing=...)``: None when off (nothing imported)."""
+    if tracing is False:
+        return None
+    if tracing is not True and not callable(getattr(tracing, "get_tracer", None)):
+        raise TypeError("tracing must be True, False or an OpenTelemetry TracerProvider")
+    try:
+        from .tracing import call_tracer
+    except ImportError as exc:
+        raise ImportError(
+            "Client(tracing=...) needs OpenTelemetry: pip install 'svc-async[otel]'"
+        ) from exc
+    return call_tracer(None if tracing is True else tracing)  # type: ignore[arg-type]
 
 
 def _origin_of(frame: Any) -> str:

@@ -121,6 +121,7 @@ async def _follow(
             headers=_ACCEPT_ANY,
             redirects=True,
             service=ours,
+            operation="download",
         )
         try:
             got = await run(env, hop)

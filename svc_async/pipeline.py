@@ -26,7 +26,7 @@ import functools
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import orjson
@@ -244,6 +244,19 @@ class Reply:
         return self._meta
 
 
+class CallSpan(Protocol):
+    """What a trace of one call hears from the pipeline (``svc_async.tracing``)."""
+
+    def attempt(self, number: int, status: int | None, failure: SvcError | None) -> None:
+        """Attempt ``number`` ended: its HTTP status, or the failure when none came."""
+
+    def paced(self, seconds: float) -> None:
+        """The pacer held the call back for ``seconds`` before an attempt."""
+
+    def retrying(self, attempt: int, wait: float, reason: str) -> None:
+        """Attempt ``attempt`` follows after ``wait`` seconds, because of ``reason``."""
+
+
 @attrs.define(slots=True, kw_only=True)
 class Call:
     """Everything one logical call needs; built by the client from a resource's request.
@@ -270,6 +283,10 @@ class Call:
     resolve: Resolver | None = None
     reply: bool = False
     """Return the ``Reply`` (data and response metadata) rather than the data alone."""
+    operation: str = ""
+    """The SDK call this is (``jobs.get``), named by its sub-client: the name of its span."""
+    span: CallSpan | None = None
+    """The trace that hears this call's attempts, holds and retries (set by ``Env.trace``)."""
     headers: Mapping[str, str] | None = None
     """Headers of this call over the client's (a download's ``Accept: */*``)."""
     redirects: bool = False
@@ -413,6 +430,8 @@ class Env:
     transport_cuts: bool = False
     """The transport ends each exchange at ``Request.timeout`` itself (it says so with
     ``enforces_timeout = True``); otherwise the pipeline cuts each send off."""
+    trace: Callable[[Env, Call], Awaitable[Any]] | None = None
+    """Runs a call inside a span (``svc_async.tracing``); it calls ``run`` with ``Call.span``."""
     clock: Clock = SYSTEM_CLOCK
     """Deadlines, backoff sleeps and ``Retry-After`` dates are read on this clock."""
     seen: Seen = attrs.field(factory=Seen)
@@ -448,6 +467,7 @@ async def _account_call(env: Env, path: str, body: Mapping[str, Any]) -> Any:
         attempt_timeout=env.login_attempt_timeout,
         policy=env.login_policy,
         authenticate=False,
+        operation="auth." + path.rsplit("/", 1)[-1],
     )
     return await run(env, call)
 
@@ -601,6 +621,8 @@ async def run(env: Env, call: Call) -> Any:
     tracked meanwhile; cancelled because the client closed, the call raises
     ``ClientClosedError``.
     """
+    if env.trace is not None and call.span is None:
+        return await env.trace(env, call)
     loop = asyncio.get_running_loop()
     task = asyncio.current_task(loop)
     tracker = env.tracker
@@ -656,6 +678,8 @@ async def run(env: Env, call: Call) -> Any:
                     observe(env, response)
             if response is not None and logger.isEnabledFor(logging.DEBUG):
                 logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
+            if call.span is not None:
+                call.span.attempt(attempt, None if response is None else response.status, failure)
             if response is not None and (
                 200 <= response.status < 300 or (call.redirects and response.status in REDIRECTS)
             ):
@@ -694,8 +718,11 @@ async def run(env: Env, call: Call) -> Any:
 
 async def _pace(pacer: Pacer, call: Call, deadline: float | None, loop: Any) -> None:
     """Wait for the pacer; a wait beyond the deadline raises RateLimitError at once."""
+    start = pacer.clock.now()
     try:
         await pacer.acquire(deadline, loop)
+        if call.span is not None:
+            call.span.paced(pacer.clock.now() - start)
     except PacingExceedsDeadline as exc:
         error = RateLimitError(429, method=call.method, url=redact_url(call.url))
         error.retry_after = exc.wait
@@ -779,4 +806,6 @@ def _wait_before_retry(
         decision.reason,
         wait,
     )
+    if call.span is not None:
+        call.span.retrying(attempt + 1, wait, decision.reason)
     return wait

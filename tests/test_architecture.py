@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,6 +104,7 @@ ALLOWED = {
     "pipeline": {"auth", "clock", "errors", "models", "ratelimit", "redact", "retry", "transport"},
     "invites": {"_validate"},
     "downloads": {"errors", "pipeline", "redact", "retry", "transport", "types"},
+    "tracing": {"_version", "errors", "pipeline", "redact"},
 }
 
 
@@ -189,6 +192,32 @@ def test_one_body_cap_site() -> None:
         if re.search(r"(?<!class )ResponseTooLargeError\(", path.read_text())
     }
     assert sites == {"transport"}
+
+
+@pytest.mark.slow
+def test_every_public_name_resolves_and_the_lazy_ones_load_on_first_use() -> None:
+    """``__all__`` names what ``svc_async`` gives; the feature modules load only when used."""
+    code = (
+        "import sys, svc_async\n"
+        "lazy = ['svc_async.webhooks', 'svc_async.downloads', 'svc_async.polling',"
+        " 'svc_async.bulk', 'svc_async.sync', 'svc_async.tracing']\n"
+        "print([m for m in lazy if m in sys.modules])\n"
+        "missing = [n for n in svc_async.__all__ if getattr(svc_async, n, None) is None]\n"
+        "print(missing)\n"
+        "from svc_async import DownloadResult, EntryUpdate, OutputFileUpdate, downloads, webhooks\n"
+        "print(DownloadResult is downloads.DownloadResult, EntryUpdate is webhooks.EntryUpdate,"
+        " OutputFileUpdate is webhooks.OutputFileUpdate)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.splitlines()
+    assert out == [
+        "[]",
+        "[]",
+        "True True True",
+    ]
+    for name in ("DownloadResult", "EntryUpdate", "OutputFileUpdate", "TimeoutArg"):
+        assert name in svc_async.__all__
 
 
 # One clock: every time read and every wait of the package goes through the seam.

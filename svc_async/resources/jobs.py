@@ -198,6 +198,7 @@ class Jobs(Resource):
                 attempt_timeout=attempt_timeout,
                 retry=retry,
                 resolve=resolve,
+                operation="jobs.create",
             )
         except asyncio.CancelledError:
             if tag is not None:
@@ -289,6 +290,7 @@ class Jobs(Resource):
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            operation="jobs.get",
         )
         return structure(data, VerificationJob)
 
@@ -327,6 +329,7 @@ class Jobs(Resource):
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            operation="jobs.search",
         )
         return structure(data, JobSearchResults)
 
