@@ -30,6 +30,10 @@ _SHARED_IN_FLIGHT = 2
 _MARGIN = 0.05
 """Seconds added after a reset time, to absorb rounding of the reset header."""
 
+_SLACK = 0.001
+"""A slot or window end this close is due now: a shorter sleep may not move the clock
+(a loop's time is coarse, or virtual), and the pacer would spin on it."""
+
 
 def parse_rate_limit(headers: Mapping[str, str], now: float | None = None) -> RateLimit | None:
     """The rate-limit headers of a response, or None when it has none.
@@ -127,7 +131,7 @@ class Pacer:
             # Nothing known yet: let the first call learn the budget before a burst (a
             # client joining a budget someone else drained would draw a 429 per call).
             return 0.005
-        if now >= self._window_end:
+        if now >= self._window_end - _SLACK:
             if self._limit is None:
                 self._remaining = None  # no budget known: assume nothing
                 return 0.0
@@ -139,7 +143,7 @@ class Pacer:
                 return 0.005  # someone else spent budget: one call tells if they still do
             if self._shared and self._in_flight >= _SHARED_IN_FLIGHT:
                 return 0.005  # sharing: few calls in flight, so the answers stay current
-            if self._shared and self._window_end != math.inf and now < self._next_slot:
+            if self._shared and self._window_end != math.inf and now < self._next_slot - _SLACK:
                 return self._next_slot - now
             if self._shared and self._window_end != math.inf:
                 self._next_slot = now + (self._window_end - now) / (self._remaining + 1)

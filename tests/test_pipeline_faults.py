@@ -33,7 +33,7 @@ from svc_async import (
     json_response,
 )
 from svc_async.auth import BearerAuth, HeaderAuth
-from svc_async.testing import FakeService
+from svc_async.testing import FakeService, VirtualClock
 from svc_async.testing.faults import FaultConfig
 from svc_async.transport import AiohttpTransport
 
@@ -243,12 +243,12 @@ async def test_a_first_answer_of_the_whole_budget_bursts_at_once() -> None:
     assert not pacer.shared
 
 
+@pytest.mark.looptime
 async def test_two_clients_sharing_one_budget_fail_no_call() -> None:
-    async with (
-        FakeService(seed=1, rate_limit=(30, 2.0), demo_data=True) as fake,
-        fake.serve() as url,
-    ):
-        fake.reset_counters() if hasattr(fake, "reset_counters") else None
+    # Eight windows of 2 s each on virtual time: the waits take no real time and a
+    # loaded machine cannot stretch a call across a window's end.
+    clock = VirtualClock()
+    async with FakeService(seed=1, rate_limit=(30, 2.0), demo_data=True, clock=clock) as fake:
         failures: list[BaseException] = []
 
         async def worker(svc: Client, n: int) -> None:
@@ -264,13 +264,17 @@ async def test_two_clients_sharing_one_budget_fail_no_call() -> None:
             await asyncio.gather(*(one() for _ in range(n)))
 
         policy = RetryPolicy(timeout=60)
+        url = "http://fake.invalid"
         async with (
-            Client(url, token=TOKEN, retry=policy) as a,
-            Client(url, token=TOKEN, retry=policy) as b,
+            Client(url, token=TOKEN, retry=policy, transport=fake.transport(), clock=clock) as a,
+            Client(url, token=TOKEN, retry=policy, transport=fake.transport(), clock=clock) as b,
         ):
+            start = clock.now()
             await asyncio.gather(worker(a, 120), worker(b, 120))
+            took = clock.now() - start
         assert failures == []
         assert fake.rate_limited < 240 * 0.05, fake.rate_limited
+        assert 14.0 <= took < 30.0  # 240 calls at 30 per 2 s window: about 8 windows
 
 
 _WORKER = """
