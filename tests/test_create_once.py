@@ -21,6 +21,7 @@ from svc_async import (
     ServerError,
     json_response,
 )
+from svc_async.testing import VirtualClock
 
 from .conftest import load
 from .test_examples import example_request
@@ -80,9 +81,19 @@ class _Service:
         raise AssertionError(path)
 
 
+# The resolver's searches, pauses and deadlines run on virtual time: instant, and the
+# same on a loaded machine.
+pytestmark = pytest.mark.looptime
+
+
 def _client(service: _Service, **kw: Any) -> Client:
     return Client(
-        "https://v.example", token="t", transport=MockTransport(service), retry=POLICY, **kw
+        "https://v.example",
+        token="t",
+        transport=MockTransport(service),
+        retry=POLICY,
+        clock=VirtualClock(),
+        **kw,
     )
 
 
@@ -215,7 +226,9 @@ async def test_a_failing_search_never_leads_to_a_second_post() -> None:
 
     transport = MockTransport(handler)
     deadline = RetryPolicy(max_attempts=4, wait_initial=0.0, wait_max=0.0, timeout=1.0)
-    async with Client("https://v.example", token="t", transport=transport, retry=deadline) as svc:
+    async with Client(
+        "https://v.example", token="t", transport=transport, retry=deadline, clock=VirtualClock()
+    ) as svc:
         with pytest.raises(AmbiguousCreateError) as info:
             await svc.jobs.create(example_request())
     assert service.creates == 1
