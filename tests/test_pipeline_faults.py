@@ -482,7 +482,7 @@ async def test_aclose_during_login_ends_the_call_with_client_closed_quickly() ->
         start = time.monotonic()
         with pytest.raises(ClientClosedError):
             await task
-        assert time.monotonic() - start < 0.1
+        assert time.monotonic() - start < 2.5  # not after the login's 5 s (generous: load)
         await closing
 
 
@@ -508,7 +508,7 @@ async def test_aclose_after_a_nested_login_still_ends_the_call_quickly() -> None
         await svc.aclose()
         with pytest.raises(ClientClosedError):
             await task
-        assert time.monotonic() - start < 0.1
+        assert time.monotonic() - start < 2.5  # not after the answer's 5 s (generous: load)
 
 
 async def test_a_dropped_login_connection_is_retried() -> None:
@@ -626,7 +626,7 @@ async def test_aclose_cancels_a_download(tmp_path: Path) -> None:
         await svc.aclose()
         with pytest.raises(ClientClosedError):
             await task
-        assert time.monotonic() - start < 0.2
+        assert time.monotonic() - start < 2.5  # not after the server's 5 s (generous: load)
     assert list(tmp_path.iterdir()) == []  # the partial file is gone
 
 
