@@ -92,7 +92,7 @@ from .transport import (
     Transport,
     json_response,
 )
-from .types import Progress, TimeoutArg
+from .types import AttemptTimeoutArg, Progress, TimeoutArg
 
 # A library leaves output to the application: without this, Python's last-resort
 # handler would print the SDK's warnings to stderr of programs that configured nothing.
@@ -101,24 +101,28 @@ _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 if TYPE_CHECKING:
     from .bulk import EntryBatch
     from .converter import to_dict
+    from .downloads import DownloadResult
     from .polling import PollPolicy
     from .sync import EventCursor, SyncResult, SyncState
-    from .webhooks import JobStatusUpdate, WebhookReceiver
+    from .webhooks import EntryUpdate, JobStatusUpdate, OutputFileUpdate, WebhookReceiver
 
 _LAZY = {
     "to_dict": "converter",
+    "DownloadResult": "downloads",
     "EntryBatch": "bulk",
     "PollPolicy": "polling",
     "EventCursor": "sync",
     "SyncResult": "sync",
     "SyncState": "sync",
     "JobStatusUpdate": "webhooks",
+    "EntryUpdate": "webhooks",
+    "OutputFileUpdate": "webhooks",
     "WebhookReceiver": "webhooks",
 }
 
 
 def __getattr__(name: str) -> Any:
-    """Load the poller, bulk, sync, webhook and converter names on first use (import time)."""
+    """Load the poller, bulk, sync, webhook, download and converter names on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'svc_async' has no attribute {name!r}")
@@ -138,6 +142,7 @@ __all__ = [
     "AiohttpTransport",
     "AmbiguousCreateError",
     "ApiKeyAuth",
+    "AttemptTimeoutArg",
     "Auth",
     "AuthenticationError",
     "BadRequestError",
@@ -153,9 +158,11 @@ __all__ = [
     "ConnectError",
     "ConnectTimeout",
     "ConnectionLostError",
+    "DownloadResult",
     "Entry",
     "EntryBatch",
     "EntryField",
+    "EntryUpdate",
     "Event",
     "EventCursor",
     "ExternalLicense",
@@ -186,6 +193,7 @@ __all__ = [
     "OutputFileRequest",
     "OutputFileStatus",
     "OutputFileType",
+    "OutputFileUpdate",
     "Pacer",
     "PermissionDeniedError",
     "PollPolicy",

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import inspect
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol, runtime_checkable
@@ -162,6 +164,10 @@ class AiohttpTransport:
     Redirects are never followed (a 3xx comes back as a response), so credentials are
     never forwarded to another origin.
     """
+
+    enforces_timeout = True
+    """aiohttp's own timer ends each exchange at ``Request.timeout`` (connect, sending
+    and reading the body included), so the pipeline need not start a second one."""
 
     def __init__(
         self,
@@ -317,6 +323,40 @@ def _abandon(session: aiohttp.ClientSession) -> None:
             connector._closed = True
 
 
+_CONNECT_REASONS = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ECONNRESET: "connection reset",
+    errno.ETIMEDOUT: "connection timed out",
+    errno.ENETUNREACH: "network is unreachable",
+    errno.EHOSTUNREACH: "host is unreachable",
+}
+
+
+def _connect_reason(exc: aiohttp.ClientError) -> str:
+    """Why a connection could not be opened, in a few plain words (no aiohttp repr)."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return "TLS certificate not trusted"
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return "TLS handshake failed"
+    os_error = getattr(exc, "os_error", None)
+    if isinstance(exc, aiohttp.ClientConnectorDNSError) or isinstance(os_error, socket.gaierror):
+        detail = getattr(os_error, "strerror", None)
+        return f"host not found ({detail})" if detail else "host not found"
+    if isinstance(os_error, OSError):
+        if os_error.errno in _CONNECT_REASONS:
+            return _CONNECT_REASONS[os_error.errno]
+        # Every address of the host refused (e.g. localhost's IPv6 and IPv4): asyncio
+        # raises one OSError "Multiple exceptions: [Errno 111] ..., [Errno 111] ...".
+        text = str(os_error)
+        if os_error.errno is None and 0 < text.count("[Errno ") == text.count(
+            f"[Errno {errno.ECONNREFUSED}]"
+        ):
+            return "connection refused"
+        if os_error.strerror:
+            return os_error.strerror[:1].lower() + os_error.strerror[1:]
+    return redact_text(str(os_error or exc))
+
+
 def _wrap_error(exc: BaseException, request: Request) -> TransportError:
     """Turn an aiohttp/OS error into ours, with URLs and headers redacted."""
     where = f"{request.method} {redact_url(request.url)}"
@@ -326,7 +366,12 @@ def _wrap_error(exc: BaseException, request: Request) -> TransportError:
     if isinstance(exc, asyncio.TimeoutError):
         return RequestTimeout(f"timeout on {where}", request=request)
     if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ClientSSLError):
-        return ConnectError(f"cannot connect for {where}: {detail}", request=request)
+        origin = redact_url(request.url.origin())
+        reason = _connect_reason(exc)
+        return ConnectError(
+            f"cannot connect to {origin}: {reason} ({request.method} {request.url.path})",
+            request=request,
+        )
     if isinstance(exc, aiohttp.ClientError | OSError):
         return ConnectionLostError(f"connection lost during {where}: {detail}", request=request)
     return TransportError(f"{where} failed: {detail}", request=request)

@@ -7,6 +7,8 @@ Imports are read from the source (at any depth, so lazy imports count); those un
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,9 +100,10 @@ ALLOWED = {
     "types": {"transport"},
     "auth": {"errors"},
     "ratelimit": {"clock", "errors", "models", "retry"},
-    "pipeline": {"clock", "errors", "models", "ratelimit", "redact", "retry", "transport"},
+    "pipeline": {"auth", "clock", "errors", "models", "ratelimit", "redact", "retry", "transport"},
     "invites": {"_validate"},
     "downloads": {"errors", "redact", "transport", "types"},
+    "tracing": {"_version", "errors", "pipeline", "redact"},
 }
 
 
@@ -137,6 +140,7 @@ def test_the_resources_send_through_the_pipeline_not_the_transport() -> None:
 PRIVATE_ALLOWED = {
     ("auth", "auth._headers"),  # BearerAuth/HeaderAuth are defined in auth.py itself
     ("client", "view._timeout"),  # with_options: a Client setting up another Client
+    ("client", "view._attempt_timeout"),
     ("client", "view._retry"),
     ("client", "view._resources"),
     ("client", "sys._getframe"),  # where the client was opened, for the unclosed warning
@@ -177,6 +181,32 @@ def test_architecture_md_names_every_room_and_the_readme_points_to_it() -> None:
     for sub in ("cli/", "testing/"):
         assert f"`{sub}`" in text
     assert "ARCHITECTURE.md" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_every_public_name_resolves_and_the_lazy_ones_load_on_first_use() -> None:
+    """``__all__`` names what ``svc_async`` gives; the feature modules load only when used."""
+    code = (
+        "import sys, svc_async\n"
+        "lazy = ['svc_async.webhooks', 'svc_async.downloads', 'svc_async.polling',"
+        " 'svc_async.bulk', 'svc_async.sync', 'svc_async.tracing']\n"
+        "print([m for m in lazy if m in sys.modules])\n"
+        "missing = [n for n in svc_async.__all__ if getattr(svc_async, n, None) is None]\n"
+        "print(missing)\n"
+        "from svc_async import DownloadResult, EntryUpdate, OutputFileUpdate, downloads, webhooks\n"
+        "print(DownloadResult is downloads.DownloadResult, EntryUpdate is webhooks.EntryUpdate,"
+        " OutputFileUpdate is webhooks.OutputFileUpdate)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.splitlines()
+    assert out == [
+        "[]",
+        "[]",
+        "True True True",
+    ]
+    for name in ("DownloadResult", "EntryUpdate", "OutputFileUpdate", "TimeoutArg"):
+        assert name in svc_async.__all__
 
 
 # One clock: every time read and every wait of the package goes through the seam.

@@ -21,7 +21,7 @@ from svc_async.errors import (
 from svc_async.pipeline import Action, Decision, decide, outcome_of
 from svc_async.retry import RetryBudget, RetryPolicy
 
-POLICY = RetryPolicy(max_attempts=4, timeout=10.0, max_server_wait=60.0)
+POLICY = RetryPolicy(attempts=4, max_server_wait=60.0)
 BUDGET = RetryBudget()
 
 
@@ -296,6 +296,6 @@ def test_outcome_marks_only_refusals_unprocessed() -> None:
 
 
 def test_a_429_is_not_retried_when_the_policy_turns_retries_off() -> None:
-    off = RetryPolicy(max_attempts=1, timeout=10.0)
+    off = RetryPolicy(attempts=1)
     assert _decide(429, _api(429), policy=off).action is Action.RAISE
     assert _decide(429, _api(429), attempt=5).action is Action.RETRY

@@ -60,10 +60,9 @@ def _rate(remaining: int, reset: str, limit: int = 10) -> dict[str, str]:
 @pytest.mark.parametrize("reset", ["60", "3600"])
 async def test_pacing_that_cannot_fit_the_deadline_raises_at_once(reset: str) -> None:
     transport = MockTransport(lambda r: json_response([], headers=_rate(0, reset)))
-    policy = RetryPolicy(timeout=5)
     clock = VirtualClock()
     async with Client(
-        "https://v.example", token="t", transport=transport, retry=policy, clock=clock
+        "https://v.example", token="t", transport=transport, timeout=5, clock=clock
     ) as svc:
         await svc.seasons.list()  # learns: budget spent until the window resets
         start = clock.now()
@@ -128,8 +127,7 @@ async def test_cut_off_create_under_search_lag_makes_exactly_one_job(lag: float)
     async with FakeService(seed=3, rate_limit=None, search_lag=lag, clock=clock) as fake:
         before = set(fake.jobs)
         fake.faults = _CREATE_ONCE
-        policy = RetryPolicy(timeout=lag + 6)
-        async with _on(fake, clock, retry=policy) as svc:
+        async with _on(fake, clock, timeout=lag + 6) as svc:
             start = clock.now()
             job = await svc.jobs.create(example_request())
             assert lag <= clock.now() - start < lag + 6  # found once the index caught up
@@ -142,7 +140,7 @@ async def test_a_create_cut_off_on_a_real_connection_is_found_not_repeated() -> 
     async with FakeService(seed=3, rate_limit=None) as fake, fake.serve() as url:
         before = set(fake.jobs)
         fake.faults = _CREATE_ONCE
-        async with Client(url, token=TOKEN, retry=RetryPolicy(timeout=30)) as svc:
+        async with Client(url, token=TOKEN, timeout=30) as svc:
             job = await svc.jobs.create(example_request())
         assert [k for k in fake.jobs if k not in before] == [job.id]
         creates = [r for r in fake.requests if r.path == "/api/public/v1/verification-job"]
@@ -164,7 +162,7 @@ async def test_an_index_slower_than_the_deadline_gives_ambiguous_never_a_second_
     async with FakeService(seed=3, rate_limit=None, search_lag=5.0, clock=clock) as fake:
         before = set(fake.jobs)
         fake.faults = _CREATE_ONCE
-        async with _on(fake, clock, retry=RetryPolicy(timeout=2)) as svc:
+        async with _on(fake, clock, timeout=2) as svc:
             start = clock.now()
             with pytest.raises(AmbiguousCreateError) as info:
                 await svc.jobs.create(example_request())
@@ -185,7 +183,7 @@ async def test_many_cut_off_creates_under_lag_are_each_a_job_or_ambiguous() -> N
         fake.faults = FaultConfig(
             create_cut_off=0.3, create_503_before=0.1, paths=("/api/public/v1/verification-job",)
         )
-        async with _on(fake, clock, retry=RetryPolicy(timeout=6)) as svc:
+        async with _on(fake, clock, timeout=6) as svc:
             results = await asyncio.gather(
                 *(svc.jobs.create(example_request()) for _ in range(40)), return_exceptions=True
             )
@@ -300,11 +298,10 @@ async def test_two_clients_sharing_one_budget_fail_no_call() -> None:
 
             await asyncio.gather(*(one() for _ in range(n)))
 
-        policy = RetryPolicy(timeout=60)
         url = "http://fake.invalid"
         async with (
-            Client(url, token=TOKEN, retry=policy, transport=fake.transport(), clock=clock) as a,
-            Client(url, token=TOKEN, retry=policy, transport=fake.transport(), clock=clock) as b,
+            Client(url, token=TOKEN, timeout=60, transport=fake.transport(), clock=clock) as a,
+            Client(url, token=TOKEN, timeout=60, transport=fake.transport(), clock=clock) as b,
         ):
             start = clock.now()
             await asyncio.gather(worker(a, 120), worker(b, 120))
@@ -320,7 +317,7 @@ from svc_async import Client, RetryPolicy
 
 async def main(url: str, token: str, calls: int) -> None:
     failed = 0
-    async with Client(url, token=token, retry=RetryPolicy(timeout=60)) as svc:
+    async with Client(url, token=token, timeout=60) as svc:
         sem = asyncio.Semaphore(8)
 
         async def one() -> None:
@@ -415,7 +412,7 @@ async def test_secrets_echoed_by_the_server_never_reach_messages(
     }[kind]
     texts: list[str] = []
     async with serve_app(_echo_app(SECRET_TOKEN)) as url:
-        async with Client(url, auth=auth, retry=RetryPolicy(max_attempts=1)) as svc:
+        async with Client(url, auth=auth, retry=RetryPolicy(attempts=1)) as svc:
             for path in ("/json400", "/json401", "/text", "/badjson"):
                 with pytest.raises(Exception) as info:
                     await svc.request("GET", path)
