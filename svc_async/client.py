@@ -26,9 +26,10 @@ from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
+from .fleet import fleet_url
 from .models import RateLimit
 from .pipeline import Call, Env, Tracker, auth_headers, deadline_scope, run
-from .ratelimit import Pacer
+from .ratelimit import Pacer, Pacing
 from .redact import redact_url
 from .resources._base import CallOptions
 from .resources.entries import Entries
@@ -126,6 +127,7 @@ class _Shared:
         "budget",
         "clock",
         "env",
+        "fleet",
         "loop",
         "owns_transport",
         "pacer",
@@ -140,11 +142,13 @@ class _Shared:
         transport: Transport,
         owns_transport: bool,
         auth: Auth,
-        pacer: Pacer | None,
+        pacer: Pacing | None,
         budget: RetryBudget,
         rng: random.Random,
         clock: Clock,
     ) -> None:
+        self.fleet: Any = None
+        """The fleet's pacer when there is one (closed with the client)."""
         self.clock = clock
         self.transport = transport
         self.owns_transport = owns_transport
@@ -177,7 +181,9 @@ class Client:
     pacing wait, poll and backoff reads the time and sleeps (default: the system clock;
     tests pass ``svc_async.testing.VirtualClock``). ``tracing=True`` (the ``otel``
     extra) runs each call in an OpenTelemetry span of the global tracer provider, or of
-    the ``TracerProvider`` given (see ``svc_async.tracing``).
+    the ``TracerProvider`` given (see ``svc_async.tracing``). ``fleet`` (default
+    ``SVC_FLEET_URL``) is a Redis URL: every client of the account given it draws from
+    one rate budget.
 
     ``timeout`` (seconds, None: none) bounds each call as a whole: every attempt, pacing
     hold, auth login or renewal, backoff and tag search (default 120 s).
@@ -201,13 +207,14 @@ class Client:
         timeout: TimeoutArg = DEFAULT_TIMEOUT,
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
-        rate_limit: bool | Pacer = True,
+        rate_limit: bool | Pacing = True,
         webhooks: WebhookReceiver | None = None,
         user_agent: str | None = None,
         retry_budget: RetryBudget | None = None,
         creation_tags: bool = True,
         tracing: bool | TracerProvider = False,
         clock: Clock | None = None,
+        fleet: str | None = None,
     ) -> None:
         base_url = base_url or os.environ.get("SVC_BASE_URL")
         if not base_url:
@@ -229,12 +236,25 @@ class Client:
             clock = SYSTEM_CLOCK
         elif not isinstance(clock, Clock):
             raise TypeError("clock must implement the Clock protocol (now, wall and sleep)")
+        pacer: Pacing | None
         if isinstance(rate_limit, Pacer):
-            pacer: Pacer | None = rate_limit
+            pacer = rate_limit
             if rate_limit.clock is SYSTEM_CLOCK:
                 rate_limit.clock = clock  # one timeline for the pacer and the deadlines
-        else:
+        elif isinstance(rate_limit, bool):
             pacer = Pacer(clock=clock) if rate_limit else None
+        elif isinstance(rate_limit, Pacing):
+            pacer = rate_limit
+        else:
+            raise TypeError("rate_limit must be a bool or a Pacer")
+        fleet = fleet_url(fleet)
+        fleet_pacer = None
+        if fleet is not None and isinstance(pacer, Pacer):
+            from .fleet.budget import FleetPacer
+            from .fleet.store import Store, account_namespace, credential_identity
+
+            namespace = account_namespace(self._base, credential_identity(auth))
+            pacer = fleet_pacer = FleetPacer(Store(fleet, clock=clock), namespace, pacer)
         trace = _trace_hook(tracing)
         whole, per = _split(timeout, attempt_timeout, stacklevel=2)
         self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
@@ -254,6 +274,7 @@ class Client:
             rng=random.Random(),
             clock=clock,
         )
+        shared.fleet = fleet_pacer
         shared.env = Env(
             transport=shared.transport,
             auth=auth,
@@ -330,6 +351,8 @@ class Client:
             await asyncio.wait(running, timeout=5.0)
         if shared.owns_transport:
             await shared.transport.aclose()
+        if shared.fleet is not None:
+            await shared.fleet.aclose()
 
     @property
     def clock(self) -> Clock:

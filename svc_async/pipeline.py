@@ -49,7 +49,7 @@ from .errors import (
     error_class_for,
 )
 from .models import RateLimit
-from .ratelimit import Pacer, parse_rate_limit
+from .ratelimit import Pacing, parse_rate_limit
 from .redact import redact_text, redact_url, redact_value
 from .retry import RetryBudget, RetryPolicy, server_wait
 from .transport import Request, Response, StreamingTransport, StreamResponse, Timeout, Transport
@@ -411,7 +411,7 @@ class Env:
     login_policy: RetryPolicy
     default_headers: Mapping[str, str]
     """Sent with every call (User-Agent, Accept); auth and Content-Type are added."""
-    pacer: Pacer | None
+    pacer: Pacing | None
     budget: RetryBudget
     rng: random.Random
     tracker: Tracker = attrs.field(factory=Tracker)
@@ -636,7 +636,7 @@ async def run(env: Env, call: Call) -> Any:
                 auth = await env.auth.headers(env.account_call)
             headers = request_headers(env, auth, has_body)
             if env.pacer is not None and not env.pacer.admit():
-                await _pace(env.pacer, call, deadline, loop)
+                await _pace(env.pacer, env.clock, call, deadline, loop)
             now = clock.now()
             timeout = call.attempt_timeout
             if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
@@ -699,13 +699,13 @@ async def run(env: Env, call: Call) -> Any:
         tracker.leave(task)
 
 
-async def _pace(pacer: Pacer, call: Call, deadline: float | None, loop: Any) -> None:
+async def _pace(pacer: Pacing, clock: Clock, call: Call, deadline: float | None, loop: Any) -> None:
     """Wait for the pacer; a wait beyond the deadline raises RateLimitError at once."""
-    start = pacer.clock.now()
+    start = clock.now()
     try:
         await pacer.acquire(deadline, loop)
         if call.span is not None:
-            call.span.paced(pacer.clock.now() - start)
+            call.span.paced(clock.now() - start)
     except PacingExceedsDeadline as exc:
         error = RateLimitError(429, method=call.method, url=redact_url(call.url))
         error.retry_after = exc.wait
