@@ -8,7 +8,6 @@ and the decoded JSON goes back to the sub-client, which structures it into model
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import random
@@ -28,7 +27,7 @@ from .clock import SYSTEM_CLOCK, Clock
 from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
 from .fleet import fleet_url
 from .models import RateLimit
-from .pipeline import Call, Env, Tracker, auth_headers, deadline_scope, run
+from .pipeline import Call, Env, Tracker, deadline_scope, run
 from .ratelimit import Pacer, Pacing
 from .redact import redact_url
 from .resources._base import CallOptions
@@ -461,24 +460,26 @@ class Client:
         ``timeout`` bounds the whole download in seconds (default: none, big files take
         long); ``attempt_timeout`` each exchange (default 10 s to connect, 60 s per read).
         """
-        from .downloads import DownloadEnv, download
+        from .downloads import download
 
         whole, per = _split(timeout, attempt_timeout, stacklevel=2)
         limits = None if per == "default" else per
         seconds = None if whole == "default" else whole
         self._check_usable()
-        env = DownloadEnv(
-            transport=self._shared.transport,
-            auth_headers=functools.partial(auth_headers, self._shared.env),
-            user_agent=self._headers["User-Agent"],
+        work = download(
+            self._shared.env,
+            url,
+            destination,
             api_urls=(self._base, self._account),
+            policy=self._retry,
+            progress=progress,
+            timeout=limits,
         )
         what = f"download of {redact_url(str(url)) if isinstance(url, str | yarl.URL) else url}"
-        work = download(env, url, destination, progress=progress, timeout=limits)
         if seconds is None:
             return await self._tracked(work, what)
         try:
-            # A login the download needs ends by its deadline too.
+            # Every hop, retry, backoff and login of the download ends by its deadline.
             with deadline_scope(self._shared.clock.now() + seconds):
                 async with asyncio.timeout(seconds) as timer:
                     return await self._tracked(work, what)

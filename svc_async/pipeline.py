@@ -12,8 +12,8 @@ Two layers, after gidgethub's sans-I/O split:
 
 A call's body is decoded by its ``decode`` strategy (``decode_json`` by default). A call
 may instead give ``stream_decode``: the pipeline then opens the response as a stream and
-hands a 2xx body to it unread (e.g. an incremental JSON decoder for large answers);
-other statuses are read whole, as usual.
+hands a 2xx body to it unread (an incremental JSON decoder for large answers, a download
+writing to disk); other statuses are read whole, under the transport's body cap.
 """
 
 from __future__ import annotations
@@ -287,6 +287,17 @@ class Call:
     """The SDK call this is (``jobs.get``), named by its sub-client: the name of its span."""
     span: CallSpan | None = None
     """The trace that hears this call's attempts, holds and retries (set by ``Env.trace``)."""
+    headers: Mapping[str, str] | None = None
+    """Headers of this call over the client's (a download's ``Accept: */*``)."""
+    redirects: bool = False
+    """Hand a redirect (301, 302, 303, 307, 308) to ``decode`` instead of raising it."""
+    service: bool = True
+    """The URL is the service's own: paced, and its answer observed (rate limit, Date).
+    False for another origin (the storage host of a signed link)."""
+
+
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+"""The statuses a call with ``redirects`` returns rather than raises."""
 
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
@@ -461,13 +472,6 @@ async def _account_call(env: Env, path: str, body: Mapping[str, Any]) -> Any:
     return await run(env, call)
 
 
-async def auth_headers(env: Env) -> Mapping[str, str]:
-    """The credentials for the next request (logging in first when needed)."""
-    if env.static_auth is not None:
-        return env.static_auth
-    return await env.auth.headers(env.account_call)
-
-
 def request_headers(
     env: Env, auth_headers: Mapping[str, str] | None, has_body: bool
 ) -> CIMultiDictProxy[str]:
@@ -514,8 +518,16 @@ def decode_json(response: Response) -> Any:
         # orjson reads integers beyond 64 bits as floats: decode exactly instead.
         import json
 
-        with contextlib.suppress(ValueError):
+        try:
             data = json.loads(content)
+        except ValueError:
+            pass  # not UTF-8 or a quirk orjson accepts: keep orjson's reading
+        except RecursionError:
+            # The stdlib parser recurses per level; orjson took up to 1,024 of them.
+            raise ResponseDecodeError(
+                f"HTTP {response.status} body is nested too deeply to decode exactly",
+                status=response.status,
+            ) from None
     return data
 
 
@@ -561,6 +573,9 @@ def _bounded(timeout: Timeout, deadline: float | None, now: float) -> Timeout:
     return attrs.evolve(timeout, total=left)
 
 
+_NO_DATA = object()
+
+
 async def _send_streamed(
     transport: StreamingTransport, request: Request, decoder: StreamDecoder
 ) -> tuple[Response, Any]:
@@ -569,10 +584,7 @@ async def _send_streamed(
             data = await decoder(stream)
             return Response(stream.status, stream.headers, b"", request), data
         body = b"".join([chunk async for chunk in stream.iter_chunks(65536)])
-        return Response(stream.status, stream.headers, body, request), None
-
-
-_NO_DATA = object()
+        return Response(stream.status, stream.headers, body, request), _NO_DATA
 
 
 async def _cut_send(env: Env, call: Call, request: Request, when: float) -> tuple[Response, Any]:
@@ -635,7 +647,9 @@ async def run(env: Env, call: Call) -> Any:
             else:
                 auth = await env.auth.headers(env.account_call)
             headers = request_headers(env, auth, has_body)
-            if env.pacer is not None and not env.pacer.admit():
+            if call.headers is not None:
+                headers = CIMultiDictProxy(CIMultiDict({**headers, **call.headers}))
+            if env.pacer is not None and call.service and not env.pacer.admit():
                 await _pace(env.pacer, env.clock, call, deadline, loop)
             now = clock.now()
             timeout = call.attempt_timeout
@@ -660,12 +674,15 @@ async def run(env: Env, call: Call) -> Any:
             except (TransportError, ResponseDecodeError) as exc:
                 failure = exc
             finally:
-                observe(env, response)
+                if call.service:
+                    observe(env, response)
             if response is not None and logger.isEnabledFor(logging.DEBUG):
                 logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
             if call.span is not None:
                 call.span.attempt(attempt, None if response is None else response.status, failure)
-            if response is not None and 200 <= response.status < 300:
+            if response is not None and (
+                200 <= response.status < 300 or (call.redirects and response.status in REDIRECTS)
+            ):
                 if data is _NO_DATA and failure is None:
                     try:
                         data = (call.decode or decode_json)(response)
@@ -699,9 +716,7 @@ async def run(env: Env, call: Call) -> Any:
         tracker.leave(task)
 
 
-async def _pace(
-    pacer: Pacing, clock: Clock, call: Call, deadline: float | None, loop: Any
-) -> None:
+async def _pace(pacer: Pacing, clock: Clock, call: Call, deadline: float | None, loop: Any) -> None:
     """Wait for the pacer; a wait beyond the deadline raises RateLimitError at once."""
     start = clock.now()
     try:

@@ -36,6 +36,10 @@ _ANSWER_WAIT = 1.0
 _MARGIN = 0.05
 """Seconds added after a reset time, to absorb rounding of the reset header."""
 
+_SLACK = 0.001
+"""A slot or window end this close is due now: a shorter sleep may not move the clock
+(a loop's time is coarse, or virtual), and the pacer would spin on it."""
+
 
 def parse_rate_limit(headers: Mapping[str, str], now: float | None = None) -> RateLimit | None:
     """The rate-limit headers of a response, or None when it has none.
@@ -198,14 +202,15 @@ class Pacer:
         A wait for an answer (the budget's first, or a check) is ended early by it.
         """
         if self._remaining is None:
-            if self._answered or self._in_flight == 0 or now - self._probe_started > _PROBE_WAIT:
+            probed = now - self._probe_started > _PROBE_WAIT - _SLACK
+            if self._answered or self._in_flight == 0 or probed:
                 if self._in_flight == 0:
                     self._probe_started = now
                 return 0.0
             # Nothing known yet: let the first call learn the budget before a burst (a
             # client joining a budget someone else drained would draw a 429 per call).
             return self._probe_started + _PROBE_WAIT - now
-        if now >= self._window_end:
+        if now >= self._window_end - _SLACK:
             if self._limit is None:
                 self._remaining = None  # no budget known: assume nothing
                 return 0.0
@@ -222,7 +227,7 @@ class Pacer:
                 spenders = self.spenders
                 if self._remaining < _FAR * spenders * (self._in_flight + 1):
                     # Near the window's end: this client's share, spread over what is left.
-                    if now < self._next_slot:
+                    if now < self._next_slot - _SLACK:
                         return self._next_slot - now
                     share = self._remaining / spenders
                     left = self._window_end - now

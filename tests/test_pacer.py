@@ -63,6 +63,42 @@ async def test_acquire_lets_a_call_through_when_admit_would() -> None:
     assert "in_flight=1" in repr(pacer)
 
 
+class _SteppedClock:
+    """Time moves only when a task sleeps, in whole microseconds (a virtual or coarse clock)."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+        self.sleeps = 0
+
+    def now(self) -> float:
+        return self.t
+
+    def wall(self) -> float:
+        return 1_700_000_000.0 + self.t
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps += 1
+        self.t = round(self.t + seconds, 6)
+        await asyncio.sleep(0)
+
+
+async def test_spreading_calls_on_a_coarse_clock_never_spins() -> None:
+    # A slot a rounding error away used to be slept for (a sleep that cannot move a
+    # coarse clock), forever: spread calls must each cost one sleep at most.
+    clock = _SteppedClock()
+    pacer = Pacer(clock=clock)
+    await pacer.acquire()
+    pacer.release(_headers(30, 29, 1.0), 200)
+    await pacer.acquire()
+    pacer.release(_headers(30, 20, 1.0), 200)  # below its own count: someone else spends
+    assert pacer.shared
+    for _ in range(40):
+        async with asyncio.timeout(5):
+            await pacer.acquire()
+        pacer.release(None)
+    assert clock.sleeps <= 40 * 2
+
+
 class _FrozenClock:
     """Time stands still and a sleep never ends: only an event can wake a waiter."""
 

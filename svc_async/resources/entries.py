@@ -66,10 +66,6 @@ class Entries(Resource):
 
     def _decoder(self) -> StreamDecode:
         """Big answers are structured in slices as they stream (issue 13)."""
-        transport = self._owner.transport
-        max_body = getattr(transport, "max_body_size", None)
-        if isinstance(max_body, int):
-            return StreamDecode(Entry, max_body=max_body)
         return StreamDecode(Entry)
 
     async def for_event(
