@@ -34,6 +34,7 @@ from .errors import (
     APIError,
     ClientClosedError,
     ConnectError,
+    LocalProtocolError,
     PacingExceedsDeadline,
     RateLimitError,
     RequestTimeout,
@@ -139,12 +140,13 @@ def decide(
 
     ``backoff`` is the jittered wait the policy draws for this attempt (drawn by the
     caller so this stays pure). Rules, in order: 2xx returns; a 401 renews auth once;
-    an oversized body or a status outside ``policy.statuses`` raises; a failure that
-    may have been processed by a call unsafe to repeat is resolved (when a resolver
-    exists) or raised; a server wait above ``policy.max_server_wait`` raises as a rate
-    limit; a 429 retries until the deadline whatever the attempt count (unless the
-    policy turns retries off with ``max_attempts=1``); anything else
-    retries while attempts, deadline and retry budget allow.
+    an oversized body, a request refused locally or a status outside
+    ``policy.statuses`` raises; a failure that may have been processed by a call unsafe
+    to repeat is resolved (when a resolver exists) or raised; a server wait above
+    ``policy.max_server_wait`` raises as a rate limit, however large; then every retry,
+    429s included, needs an attempt left, a wait (``policy.retry_wait``) that ends
+    before the deadline (else it raises, as a rate limit when the server named the
+    wait), and its cost in the retry budget.
     """
     status, failure = outcome.status, outcome.failure
     if failure is None and status is not None and 200 <= status < 300:
@@ -153,22 +155,22 @@ def decide(
         return RENEW
     if isinstance(failure, ResponseTooLargeError):
         return Decision(Action.RAISE, reason="too large")
+    if isinstance(failure, LocalProtocolError):
+        return Decision(Action.RAISE, reason="refused locally")
     if isinstance(failure, APIError) and status not in policy.statuses:
         return Decision(Action.RAISE, reason=f"HTTP {status}")
     if not idempotent and not outcome.unprocessed:
         if can_resolve:
             return Decision(Action.RESOLVE, reason="ambiguous")
         return Decision(Action.RAISE, reason="not safe to repeat")
-    wait = outcome.server_wait if outcome.server_wait is not None else backoff
-    if outcome.server_wait is not None and outcome.server_wait > policy.max_server_wait:
+    server = outcome.server_wait
+    if server is not None and server > policy.max_server_wait:
         return Decision(Action.RAISE, reason="server wait too long", rate_limited=True)
-    if attempt >= policy.max_attempts and (status != 429 or policy.max_attempts == 1):
+    if attempt >= policy.max_attempts:
         return Decision(Action.RAISE, reason="attempts spent")
+    wait = policy.retry_wait(attempt, backoff, server, refused=status in (429, 503))
     if deadline is not None and now + wait >= deadline:
-        return Decision(Action.RAISE, reason="deadline", rate_limited=status == 429)
-    if status == 429:
-        # Refused before processing and paced by the server: no retry budget spent.
-        return Decision(Action.RETRY, wait=wait, reason="HTTP 429")
+        return Decision(Action.RAISE, reason="deadline", rate_limited=server is not None)
     cost = budget.timeout_cost if isinstance(failure, RequestTimeout) else budget.retry_cost
     if budget_tokens < cost:
         return Decision(Action.RAISE, reason="retry budget exhausted")
@@ -513,12 +515,8 @@ def _wait_before_retry(
     failure: SvcError,
     deadline: float | None,
 ) -> float:
-    """How long to sleep before the next attempt (429 wake-ups spread); logs the retry."""
+    """How long to sleep before the next attempt (``decide`` drew it); logs the retry."""
     wait = decision.wait
-    if isinstance(failure, APIError) and failure.status == 429:
-        wait += env.rng.uniform(0.0, min(1.0, 0.1 + wait * 0.2))  # spread the wake-ups
-        if deadline is not None:
-            wait = min(wait, max(0.0, deadline - asyncio.get_running_loop().time() - 0.01))
     logger.info(
         "retrying %s %s (attempt %d) after %s; waiting %.2fs",
         call.method,

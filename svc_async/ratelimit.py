@@ -35,7 +35,7 @@ def parse_rate_limit(headers: Mapping[str, str]) -> RateLimit | None:
     """The rate-limit headers of a response, or None when it has none."""
     limit = _int(headers.get("x-ratelimit-limit"))
     remaining = _int(headers.get("x-ratelimit-remaining"))
-    reset = parse_reset(headers.get("x-ratelimit-reset"))
+    reset = parse_reset(headers.get("x-ratelimit-reset"), date=headers.get("Date"))
     if limit is None and remaining is None and reset is None:
         return None
     return RateLimit(limit=limit, remaining=remaining, reset=reset)
@@ -212,7 +212,7 @@ class Pacer:
             self._shared = True  # our own count said there was budget: someone else spent it
         if rate is None or rate.remaining is None:
             if status == 429 and headers is not None:
-                wait = parse_retry_after(headers.get("Retry-After"))
+                wait = parse_retry_after(headers.get("Retry-After"), date=headers.get("Date"))
                 if wait is not None:
                     self._remaining = 0
                     self._window_end = min(self._window_end, time.monotonic() + wait + _MARGIN)
@@ -224,7 +224,7 @@ class Pacer:
         remaining = 0 if status == 429 else rate.remaining
         if status == 429:
             # Retry-After is the server's most specific word on when to call again.
-            retry_after = parse_retry_after(headers.get("Retry-After"))
+            retry_after = parse_retry_after(headers.get("Retry-After"), date=headers.get("Date"))
             if retry_after is not None:
                 reset = retry_after if reset is None else min(reset, retry_after)
         end = time.monotonic() + reset + _MARGIN if reset is not None else math.inf
