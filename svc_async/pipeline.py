@@ -428,7 +428,7 @@ async def run(env: Env, call: Call) -> Any:
                 return Reply(data) if call.reply else data
             if action is Action.RAISE:
                 raise failure
-            await asyncio.sleep(_wait_before_retry(env, call, attempt, decision, failure, deadline))
+            await asyncio.sleep(_wait_before_retry(call, attempt, decision))
     except asyncio.CancelledError:
         if task is not None and env.closed() and task.cancelling():
             task.uncancel()
@@ -507,14 +507,7 @@ def _after(
     return decision, failure
 
 
-def _wait_before_retry(
-    env: Env,
-    call: Call,
-    attempt: int,
-    decision: Decision,
-    failure: SvcError,
-    deadline: float | None,
-) -> float:
+def _wait_before_retry(call: Call, attempt: int, decision: Decision) -> float:
     """How long to sleep before the next attempt (``decide`` drew it); logs the retry."""
     wait = decision.wait
     logger.info(
