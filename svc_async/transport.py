@@ -20,10 +20,12 @@ import orjson
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from ._validate import header_problem
 from .errors import (
     ConnectError,
     ConnectionLostError,
     ConnectTimeout,
+    LocalProtocolError,
     RequestTimeout,
     ResponseTooLargeError,
     TransportError,
@@ -329,7 +331,23 @@ def _wrap_error(exc: BaseException, request: Request) -> TransportError:
         return ConnectError(f"cannot connect for {where}: {detail}", request=request)
     if isinstance(exc, aiohttp.ClientError | OSError):
         return ConnectionLostError(f"connection lost during {where}: {detail}", request=request)
+    if isinstance(exc, ValueError | TypeError):
+        # aiohttp refuses, before writing a byte, a header holding a control character
+        # (ValueError) or not a string (TypeError): never sent, and never worth a retry.
+        bad = header_problem(request.headers)
+        if bad is not None:
+            return _refused(request, bad)
     return TransportError(f"{where} failed: {detail}", request=request)
+
+
+def _refused(request: Request, header: str) -> LocalProtocolError:
+    """The error for a request refused before sending; names the header, never its value."""
+    return LocalProtocolError(
+        f"{request.method} {redact_url(request.url)} was refused before sending: header"
+        f" {header!r:.60} is not a string or holds a control character (CR, LF, NUL or"
+        " another)",
+        request=request,
+    )
 
 
 Handler = Callable[[Request], "Response | Awaitable[Response]"]
@@ -359,6 +377,7 @@ class MockTransport:
         self.handler = handler
         self.requests: list[Request] = []
         self.closed = False
+        self._checked: Mapping[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"<MockTransport requests={len(self.requests)}>"
@@ -367,6 +386,11 @@ class MockTransport:
         """Record ``request`` and answer with the handler's response."""
         if self.closed:
             raise TransportError("transport is closed")
+        if request.headers is not self._checked:  # the client reuses one headers object
+            bad = header_problem(request.headers)
+            if bad is not None:  # refused as aiohttp refuses it
+                raise _refused(request, bad)
+            self._checked = request.headers
         self.requests.append(request)
         result = self.handler(request)
         if inspect.isawaitable(result):
