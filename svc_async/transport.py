@@ -187,6 +187,7 @@ class AiohttpTransport:
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: dict[Timeout | None, aiohttp.ClientTimeout] = {}
+        self._checked: Mapping[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"<AiohttpTransport limit={self._limit} owns_session={self._owns_session}>"
@@ -224,7 +225,16 @@ class AiohttpTransport:
         return cached
 
     def _open(self, request: Request) -> Any:
-        """Start ``request`` on the session; never follows redirects."""
+        """Start ``request`` on the session; never follows redirects.
+
+        A header aiohttp would refuse is refused here first, as ``LocalProtocolError``:
+        aiohttp's own refusal is a bare ValueError from deep inside its writer.
+        """
+        if request.headers is not self._checked:  # the client reuses one headers object
+            bad = header_problem(request.headers)
+            if bad is not None:
+                raise _refused(request, bad)
+            self._checked = request.headers
         return self._get_session().request(
             request.method,
             request.url,
