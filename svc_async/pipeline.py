@@ -79,8 +79,9 @@ class Action(enum.Enum):
 class Outcome:
     """What one attempt produced: a status (None: no response) and the failure, if any.
 
-    ``server_wait`` is the wait the server asked for (Retry-After, or the reset on a
-    429); ``unprocessed`` is True when the answer proves the request was not acted on.
+    ``server_wait`` is the positive wait the server named (Retry-After, or the reset on
+    a 429), None when it named no usable one (see ``retry.server_wait``);
+    ``unprocessed`` is True when the answer proves the request was not acted on.
     """
 
     status: int | None
@@ -107,8 +108,9 @@ RENEW = Decision(Action.RENEW)
 def outcome_of(status: int | None, failure: SvcError | None, headers: Mapping[str, str]) -> Outcome:
     """Classify an attempt: did the service certainly not process it?
 
-    Unprocessed: a refused connection (``ConnectError``), a 429 and a 503 (the service,
-    or the gateway in front of it, refusing before anything starts). Everything else (a
+    Unprocessed: a refused connection (``ConnectError``), a request refused before
+    sending (``LocalProtocolError``), a 429 and a 503 (the service, or the gateway in
+    front of it, refusing before anything starts). Everything else (a
     500, 502 or 504, a dropped connection, a timeout, a body cut off) may have been
     processed.
     """
