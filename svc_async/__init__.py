@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, HeaderAuth
 from .client import Client
+from .clock import Clock, SystemClock
 from .errors import (
     AmbiguousCreateError,
     APIError,
@@ -147,6 +148,7 @@ __all__ = [
     "CheckResult",
     "Client",
     "ClientClosedError",
+    "Clock",
     "Composer",
     "ConflictError",
     "ConnectError",
@@ -213,6 +215,7 @@ __all__ = [
     "SvcLicense",
     "SyncResult",
     "SyncState",
+    "SystemClock",
     "Timeout",
     "TimeoutArg",
     "Transport",

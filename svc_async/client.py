@@ -25,6 +25,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from . import _validate
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of, static_headers
+from .clock import SYSTEM_CLOCK, Clock
 from .errors import ClientClosedError, WrongEventLoopError
 from .models import RateLimit
 from .pipeline import Call, Decoder, Env, Resolver, StreamDecoder, run
@@ -81,6 +82,7 @@ class _Shared:
         "active",
         "auth",
         "budget",
+        "clock",
         "closed",
         "env",
         "headers",
@@ -104,7 +106,9 @@ class _Shared:
         pacer: Pacer | None,
         budget: RetryBudget,
         rng: random.Random,
+        clock: Clock,
     ) -> None:
+        self.clock = clock
         self.transport = transport
         self.owns_transport = owns_transport
         self.auth = auth
@@ -131,7 +135,9 @@ class Client:
     defaults to ``base_url``. What you pass wins: the hosts come from ``SVC_BASE_URL``
     and ``SVC_ACCOUNT_URL`` only when you pass neither, and credentials from
     ``SVC_API_TOKEN`` (or ``SVC_API_KEY_ID`` and ``SVC_API_KEY_SECRET``) only when you
-    pass neither ``token`` nor ``auth``.
+    pass neither ``token`` nor ``auth``. ``clock`` is where every deadline, pacing wait,
+    poll and backoff reads the time and sleeps (default: the system clock; tests pass
+    ``svc_async.testing.VirtualClock``).
     """
 
     def __init__(
@@ -149,6 +155,7 @@ class Client:
         user_agent: str | None = None,
         retry_budget: RetryBudget | None = None,
         creation_tags: bool = True,
+        clock: Clock | None = None,
     ) -> None:
         self._base, self._account = _hosts(base_url, account_url)
         if token is not None and auth is not None:
@@ -161,7 +168,16 @@ class Client:
             raise TypeError("transport must implement the Transport protocol (send, aclose)")
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError("retry must be a RetryPolicy")
-        pacer = rate_limit if isinstance(rate_limit, Pacer) else (Pacer() if rate_limit else None)
+        if clock is None:
+            clock = SYSTEM_CLOCK
+        elif not isinstance(clock, Clock):
+            raise TypeError("clock must implement the Clock protocol (now, wall and sleep)")
+        if isinstance(rate_limit, Pacer):
+            pacer: Pacer | None = rate_limit
+            if rate_limit.clock is SYSTEM_CLOCK:
+                rate_limit.clock = clock  # one timeline for the pacer and the deadlines
+        else:
+            pacer = Pacer(clock=clock) if rate_limit else None
         self._shared = shared = _Shared(
             transport=transport or AiohttpTransport(),
             owns_transport=True,  # httpx's rule: a client closes the transport it was given
@@ -169,6 +185,7 @@ class Client:
             pacer=pacer,
             budget=retry_budget or RetryBudget(),
             rng=random.Random(),
+            clock=clock,
         )
         shared.env = Env(
             transport=shared.transport,
@@ -183,6 +200,7 @@ class Client:
             rng=shared.rng,
             active=shared.active,
             closed=lambda: shared.closed,
+            clock=clock,
         )
         self._origin = _origin_of(sys._getframe(1))
         self._timeout = _timeout(timeout)
@@ -250,6 +268,11 @@ class Client:
             await asyncio.wait(running, timeout=5.0)
         if shared.owns_transport:
             await shared.transport.aclose()
+
+    @property
+    def clock(self) -> Clock:
+        """The clock this client's deadlines, pacing, polls and backoff run on."""
+        return self._shared.clock
 
     @property
     def closed(self) -> bool:

@@ -30,6 +30,7 @@ import attrs
 import orjson
 import yarl
 
+from .clock import SYSTEM_CLOCK, Clock
 from .errors import (
     APIError,
     ClientClosedError,
@@ -105,21 +106,26 @@ RETURN = Decision(Action.RETURN)
 RENEW = Decision(Action.RENEW)
 
 
-def outcome_of(status: int | None, failure: SvcError | None, headers: Mapping[str, str]) -> Outcome:
+def outcome_of(
+    status: int | None,
+    failure: SvcError | None,
+    headers: Mapping[str, str],
+    wall: float | None = None,
+) -> Outcome:
     """Classify an attempt: did the service certainly not process it?
 
     Unprocessed: a refused connection (``ConnectError``), a request refused before
     sending (``LocalProtocolError``), a 429 and a 503 (the service, or the gateway in
     front of it, refusing before anything starts). Everything else (a
     500, 502 or 504, a dropped connection, a timeout, a body cut off) may have been
-    processed.
+    processed. ``wall`` is the epoch time a ``Retry-After`` date is read against.
     """
     if status is None:
         unprocessed = isinstance(failure, ConnectError) or (
             isinstance(failure, TransportError) and not failure.maybe_sent
         )
         return Outcome(None, failure, None, unprocessed)
-    wait = server_wait(status, headers) if status >= 300 else None
+    wait = server_wait(status, headers, wall) if status >= 300 else None
     unprocessed = status in (429, 503)
     return Outcome(status, failure, wait, unprocessed)
 
@@ -278,6 +284,8 @@ class Env:
     """The tasks running calls (a count per task: calls nest), for ``closed`` to end."""
     closed: Callable[[], bool] = lambda: False
     """Whether the client was closed: a call cancelled then raises ClientClosedError."""
+    clock: Clock = SYSTEM_CLOCK
+    """Deadlines, backoff sleeps and ``Retry-After`` dates are read on this clock."""
 
 
 def decode_json(response: Response) -> Any:
@@ -315,6 +323,7 @@ def api_error(
     secrets: Iterable[str],
     *,
     as_rate_limit: bool = False,
+    wall: float | None = None,
 ) -> APIError:
     """The APIError for a non-2xx answer, with every secret redacted from its body."""
     secrets = tuple(secrets)
@@ -329,7 +338,7 @@ def api_error(
         response.status, headers=response.headers, body=body, method=method, url=redact_url(url)
     )
     if isinstance(error, RateLimitError):
-        error.retry_after = server_wait(response.status, response.headers)
+        error.retry_after = server_wait(response.status, response.headers, wall)
     return error
 
 
@@ -371,7 +380,8 @@ async def run(env: Env, call: Call) -> Any:
         active[task] = active.get(task, 0) + 1
     try:
         policy = call.policy
-        deadline = None if policy.timeout is None else loop.time() + policy.timeout
+        clock = env.clock
+        deadline = None if policy.timeout is None else clock.now() + policy.timeout
         has_body = call.content is not None
         attempt = 0
         renewed = False
@@ -386,7 +396,7 @@ async def run(env: Env, call: Call) -> Any:
             headers = env.headers(auth, has_body)
             if env.pacer is not None and not env.pacer.admit():
                 await _pace(env.pacer, call, deadline, loop)
-            now = loop.time()
+            now = clock.now()
             timeout = call.timeout
             if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
                 timeout = _bounded(timeout, deadline, now)
@@ -430,7 +440,7 @@ async def run(env: Env, call: Call) -> Any:
                 return Reply(data) if call.reply else data
             if action is Action.RAISE:
                 raise failure
-            await asyncio.sleep(_wait_before_retry(call, attempt, decision))
+            await clock.sleep(_wait_before_retry(call, attempt, decision))
     except asyncio.CancelledError:
         if task is not None and env.closed() and task.cancelling():
             task.uncancel()
@@ -476,20 +486,21 @@ def _after(
     decoder messages built here, with every secret redacted).
     """
     status = None if response is None else response.status
+    wall = env.clock.wall()
     if response is not None and not 200 <= response.status < 300:
-        failure = api_error(response, call.method, call.url, env.secrets())
+        failure = api_error(response, call.method, call.url, env.secrets(), wall=wall)
     if isinstance(failure, ResponseDecodeError):
         # A decoder quotes the body: hide whatever credentials the server echoed.
         failure.args = (redact_text(str(failure), env.secrets()),)
     assert failure is not None
-    outcome = outcome_of(status, failure, response.headers if response is not None else {})
+    outcome = outcome_of(status, failure, response.headers if response is not None else {}, wall)
     policy = call.policy
     decision = decide(
         attempt=attempt,
         outcome=outcome,
         policy=policy,
         idempotent=call.idempotent,
-        now=asyncio.get_running_loop().time(),
+        now=env.clock.now(),
         deadline=deadline,
         backoff=policy.backoff(attempt, env.rng),
         budget_tokens=env.budget.tokens,
@@ -499,7 +510,9 @@ def _after(
     )
     if decision.action is Action.RAISE:
         if decision.rate_limited and response is not None:
-            failure = api_error(response, call.method, call.url, env.secrets(), as_rate_limit=True)
+            failure = api_error(
+                response, call.method, call.url, env.secrets(), as_rate_limit=True, wall=wall
+            )
         elif decision.reason == "retry budget exhausted":
             logger.warning(
                 "retry budget exhausted; not retrying %s %s", call.method, redact_url(call.url)

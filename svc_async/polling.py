@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from . import _validate as v
+from .clock import Clock
 from .errors import (
     BadRequestError,
     JobWaitTimeout,
@@ -244,15 +245,15 @@ def _receiver(jobs: Jobs) -> WebhookReceiver | None:
 
 
 class _Clock:
-    """The deadline of one wait, on the event loop's clock."""
+    """The deadline of one wait, on the client's clock (the event loop's timeline)."""
 
-    def __init__(self, timeout: float | None) -> None:
-        self.loop = asyncio.get_running_loop()
+    def __init__(self, timeout: float | None, clock: Clock) -> None:
+        self.clock = clock
         self.timeout = timeout
-        self.deadline = None if timeout is None else self.loop.time() + timeout
+        self.deadline = None if timeout is None else clock.now() + timeout
 
     def left(self) -> float:
-        return math.inf if self.deadline is None else self.deadline - self.loop.time()
+        return math.inf if self.deadline is None else self.deadline - self.clock.now()
 
     def expired(self) -> bool:
         return self.left() <= 0
@@ -280,10 +281,10 @@ def _server_wait(error: SvcError | None) -> float:
     return 0.0
 
 
-async def _sleep(seconds: float, event: asyncio.Event | None) -> bool:
+async def _sleep(seconds: float, event: asyncio.Event | None, clock: Clock) -> bool:
     """Sleep ``seconds``; True when ``event`` was set (it is cleared) before that."""
     if event is None:
-        await asyncio.sleep(seconds)
+        await clock.sleep(seconds)
         return False
     if not event.is_set():
         with contextlib.suppress(TimeoutError):
@@ -311,7 +312,7 @@ async def _changes(
     first: VerificationJob | None = None,
 ) -> AsyncGenerator[VerificationJob, None]:
     """Yield the first snapshot, each whose status changed, and the finished one; then end."""
-    clock = _Clock(timeout)
+    clock = _Clock(timeout, jobs.clock)
     receiver = _receiver(jobs)
     sub = receiver.subscribe(job_id) if receiver is not None else None
     factor = policy.webhook_factor if sub is not None else 1.0
@@ -334,7 +335,9 @@ async def _changes(
                 raise _timed_out(f"job {job_id}", clock, last, error)
             attempt += 1
             pause = max(policy.interval(attempt, rng) * factor, _server_wait(error))
-            woke = await _sleep(min(pause, clock.left()), None if sub is None else sub.event)
+            woke = await _sleep(
+                min(pause, clock.left()), None if sub is None else sub.event, clock.clock
+            )
             if woke and sub is not None and sub.update is not None:
                 logger.debug("job %d woken by webhook (%s)", job_id, sub.update.status)
                 if str(sub.update.status) in policy.finished_statuses:
@@ -525,7 +528,7 @@ class _Many:
 async def _many(
     jobs: Jobs, ids: list[int], tag: str | None, policy: PollPolicy, timeout: float | None
 ) -> AsyncGenerator[VerificationJob, None]:
-    clock = _Clock(timeout)
+    clock = _Clock(timeout, jobs.clock)
     state = _Many(jobs, ids, tag, policy)
     receiver = _receiver(jobs)
     wake = asyncio.Event()
@@ -573,7 +576,7 @@ async def _many(
             if clock.expired():
                 raise _many_timeout(state, clock)
             pause = max(policy.interval(tick, rng) * factor, _server_wait(state.error))
-            if await _sleep(min(pause, clock.left()), wake if subs else None):
+            if await _sleep(min(pause, clock.left()), wake if subs else None, clock.clock):
                 state.urgent |= {s.job_id for s in subs if s.update is not None}
                 for s in subs:
                     s.update = None

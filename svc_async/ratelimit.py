@@ -14,9 +14,9 @@ import asyncio
 import logging
 import math
 import random
-import time
 from collections.abc import Mapping
 
+from .clock import SYSTEM_CLOCK, Clock
 from .errors import PacingExceedsDeadline
 from .models import RateLimit
 from .retry import parse_reset, parse_retry_after
@@ -31,11 +31,14 @@ _MARGIN = 0.05
 """Seconds added after a reset time, to absorb rounding of the reset header."""
 
 
-def parse_rate_limit(headers: Mapping[str, str]) -> RateLimit | None:
-    """The rate-limit headers of a response, or None when it has none."""
+def parse_rate_limit(headers: Mapping[str, str], now: float | None = None) -> RateLimit | None:
+    """The rate-limit headers of a response, or None when it has none.
+
+    ``now`` is the wall time an epoch reset is read against (default: the system clock's).
+    """
     limit = _int(headers.get("x-ratelimit-limit"))
     remaining = _int(headers.get("x-ratelimit-remaining"))
-    reset = parse_reset(headers.get("x-ratelimit-reset"), date=headers.get("Date"))
+    reset = parse_reset(headers.get("x-ratelimit-reset"), now, date=headers.get("Date"))
     if limit is None and remaining is None and reset is None:
         return None
     return RateLimit(limit=limit, remaining=remaining, reset=reset)
@@ -84,9 +87,13 @@ class Pacer:
     instead of sent in a burst, and wake-ups at a window's end are jittered, so clients
     sharing one budget do not stampede. A wait longer than the caller's deadline raises
     ``PacingExceedsDeadline`` at once instead of sleeping.
+
+    Times are read on ``clock`` (default: the system clock); a ``Client`` makes its
+    pacer on the client's clock.
     """
 
-    def __init__(self, *, rng: random.Random | None = None) -> None:
+    def __init__(self, *, rng: random.Random | None = None, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock or SYSTEM_CLOCK
         self._limit: int | None = None
         self._remaining: int | None = None
         self._window_end = math.inf
@@ -150,7 +157,7 @@ class Pacer:
 
         The synchronous fast path of ``acquire``, for the usual case of budget to spare.
         """
-        if self._hold(time.monotonic()) > 0.0:
+        if self._hold(self.clock.now()) > 0.0:
             return False
         self._count_sent()
         return True
@@ -165,16 +172,18 @@ class Pacer:
         """Wait until a call fits in the budget, then count it as in flight.
 
         Raises ``PacingExceedsDeadline`` when the wait would end after ``deadline`` (a
-        ``loop.time()`` value).
+        ``clock.now()`` value of the pacer's clock). ``loop`` is ignored (kept so older
+        callers still work).
         """
+        clock = self.clock
         started: float | None = None
         while True:
-            now = time.monotonic()
+            now = clock.now()
             delay = self._hold(now)
             if delay <= 0.0:
                 break
             if deadline is not None:
-                left = deadline - (loop or asyncio.get_running_loop()).time()
+                left = deadline - now
                 if delay >= left:
                     raise PacingExceedsDeadline(delay)
             if started is None:
@@ -182,11 +191,11 @@ class Pacer:
                 self._log_hold(delay)
             self.waits += 1
             self.waited += delay
-            await asyncio.sleep(delay)
+            await clock.sleep(delay)
         self._count_sent()
 
     def _log_hold(self, delay: float) -> None:
-        now = time.monotonic()
+        now = self.clock.now()
         if delay <= HOLD_LOG_AFTER or now < self._logged_until:
             return
         self._logged_until = now + delay
@@ -207,15 +216,16 @@ class Pacer:
         if headers is not None:
             self._answered = True
             self._verifying = False  # any answer ends a check; a first one may start it again
-        rate = parse_rate_limit(headers) if headers is not None else None
+        wall = self.clock.wall() if headers is not None else None
+        rate = parse_rate_limit(headers, wall) if headers is not None else None
         if status == 429:
             self._shared = True  # our own count said there was budget: someone else spent it
         if rate is None or rate.remaining is None:
             if status == 429 and headers is not None:
-                wait = parse_retry_after(headers.get("Retry-After"), date=headers.get("Date"))
+                wait = parse_retry_after(headers.get("Retry-After"), wall, date=headers.get("Date"))
                 if wait is not None:
                     self._remaining = 0
-                    self._window_end = min(self._window_end, time.monotonic() + wait + _MARGIN)
+                    self._window_end = min(self._window_end, self.clock.now() + wait + _MARGIN)
             return rate
         assert headers is not None
         if rate.limit is not None:
@@ -224,10 +234,12 @@ class Pacer:
         remaining = 0 if status == 429 else rate.remaining
         if status == 429:
             # Retry-After is the server's most specific word on when to call again.
-            retry_after = parse_retry_after(headers.get("Retry-After"), date=headers.get("Date"))
+            retry_after = parse_retry_after(
+                headers.get("Retry-After"), wall, date=headers.get("Date")
+            )
             if retry_after is not None:
                 reset = retry_after if reset is None else min(reset, retry_after)
-        end = time.monotonic() + reset + _MARGIN if reset is not None else math.inf
+        end = self.clock.now() + reset + _MARGIN if reset is not None else math.inf
         first = self._remaining is None
         if self._remaining is None or remaining > self._remaining + self._in_flight:
             # First answer, or the server's window reset before ours did.

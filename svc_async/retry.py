@@ -11,11 +11,12 @@ import datetime as dt
 import email.utils
 import random
 import threading
-import time
 import warnings
 from collections.abc import Mapping
 
 import attrs
+
+from .clock import SYSTEM_CLOCK
 
 RETRYABLE_STATUSES: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504})
 """Statuses after which a request that is safe to repeat is sent again."""
@@ -46,13 +47,13 @@ def _reference(now: float | None, date: str | None) -> float:
 
     A server's ``Retry-After`` date and its ``Date`` come from the same clock, so their
     difference is right even when the client's clock is off; without a valid ``Date``
-    the client's clock (``now``, else ``time.time()``) is used.
+    the client's clock (``now``, else the system clock's wall time) is used.
     """
     if date is not None:
         parsed = _http_date(date)
         if parsed is not None:
             return parsed
-    return time.time() if now is None else now
+    return SYSTEM_CLOCK.wall() if now is None else now
 
 
 def _http_date(value: str) -> float | None:

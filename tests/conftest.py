@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,6 +15,18 @@ from aiohttp import web
 from svc_async import retry
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Mark the main thread's event loop as set (to none) before any test runs.
+
+    The looptime plugin asks the policy for the current loop around every test; on
+    Python 3.11 the first ask, in a sync test before any async one, would create a
+    loop that nobody closes (a ResourceWarning later, an error under
+    ``filterwarnings = error``). With the loop explicitly unset the ask raises instead,
+    which the plugin expects.
+    """
+    asyncio.set_event_loop(None)
 
 
 def load(name: str) -> Any:

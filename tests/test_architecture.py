@@ -86,7 +86,8 @@ ALLOWED = {
     "_version": set(),
     "_validate": set(),
     "redact": set(),
-    "retry": set(),
+    "clock": set(),
+    "retry": {"clock"},
     "pagination": set(),
     "errors": set(),  # models and transport only under TYPE_CHECKING
     "_codegen": {"errors"},
@@ -96,8 +97,8 @@ ALLOWED = {
     "transport": {"errors", "redact", "_validate"},
     "types": {"transport"},
     "auth": {"errors", "_validate"},
-    "ratelimit": {"errors", "models", "retry"},
-    "pipeline": {"errors", "models", "ratelimit", "redact", "retry", "transport"},
+    "ratelimit": {"clock", "errors", "models", "retry"},
+    "pipeline": {"clock", "errors", "models", "ratelimit", "redact", "retry", "transport"},
     "invites": {"_validate"},
     "downloads": {"errors", "redact", "transport", "types"},
 }
@@ -176,3 +177,61 @@ def test_architecture_md_names_every_room_and_the_readme_points_to_it() -> None:
     for sub in ("cli/", "testing/"):
         assert f"`{sub}`" in text
     assert "ARCHITECTURE.md" in (ROOT / "README.md").read_text()
+
+
+# One clock: every time read and every wait of the package goes through the seam.
+CLOCK_MODULES = {"clock", "testing.clock"}
+_TIME_READS = {"time", "monotonic", "monotonic_ns", "perf_counter", "time_ns", "sleep"}
+
+
+def _clock_uses(tree: ast.AST) -> list[str]:
+    """Clock reads and sleeps that bypass the seam: ``time.time()``, ``loop.time()``,
+    ``asyncio.sleep(d)`` with ``d`` other than 0, and ``from time import ...``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "time":
+            found += [f"from time import {a.name}" for a in node.names if a.name in _TIME_READS]
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        func, owner = node.func, ast.unparse(node.func.value)
+        if owner == "time" and func.attr in _TIME_READS:
+            found.append(ast.unparse(node))
+        elif func.attr == "time" and not node.args and "loop" in owner:
+            found.append(ast.unparse(node))  # loop.time(), get_running_loop().time()
+        elif owner == "asyncio" and func.attr == "sleep":
+            zero = (
+                len(node.args) == 1
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value == 0
+            )
+            if not zero:  # sleep(0) only yields to the loop: no time passes
+                found.append(ast.unparse(node))
+    return found
+
+
+def test_time_is_read_and_slept_only_through_the_clock() -> None:
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        name, _ = _module(path)
+        if name not in CLOCK_MODULES:
+            found += [f"{name}: {use}" for use in _clock_uses(ast.parse(path.read_text()))]
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import time\nt = time.monotonic()",
+        "import time\nt = time.time()",
+        "import asyncio\nasync def f(d): await asyncio.sleep(d)",
+        "import asyncio\nt = asyncio.get_running_loop().time()",
+        "def f(loop): return loop.time()",
+        "from time import perf_counter",
+    ],
+)
+def test_the_clock_rule_sees_each_way_around_the_seam(source: str) -> None:
+    assert _clock_uses(ast.parse(source))
+
+
+def test_the_clock_rule_lets_a_bare_yield_through() -> None:
+    assert _clock_uses(ast.parse("import asyncio\nasync def f(): await asyncio.sleep(0)")) == []

@@ -20,7 +20,6 @@ import contextlib
 import datetime as dt
 import io
 import sys
-import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import TextIO
@@ -29,6 +28,7 @@ import yarl
 
 from .._version import __version__
 from ..client import Client
+from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import SvcError
 from ..models import (
     Entry,
@@ -84,19 +84,22 @@ def _code(text: str) -> Styled:
 class Tour:
     """One run of the demo: a renderer, the fake's processing delay, a clock."""
 
-    def __init__(self, ui: Renderer, *, delay: float, seed: int) -> None:
+    def __init__(
+        self, ui: Renderer, *, delay: float, seed: int, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self.ui = ui
         self.delay = delay
         self.seed = seed
-        self.started = time.perf_counter()
+        self.clock = clock
+        self.started = clock.now()
 
     def _elapsed(self) -> str:
-        return f"{time.perf_counter() - self.started:.1f}s"
+        return f"{self.clock.now() - self.started:.1f}s"
 
     async def run(self) -> None:
         """Start the fake, tour the SDK, stop the fake."""
         ui = self.ui
-        fake = FakeService(seed=self.seed, processing_delay=self.delay)
+        fake = FakeService(seed=self.seed, processing_delay=self.delay, clock=self.clock)
         ui.rule(f"svc_async {__version__} - Licence Verification Service demo")
         async with fake.serve("127.0.0.1") as url:
             ui.line(
@@ -108,7 +111,7 @@ class Tour:
             )
             ui.line("Everything below goes through the public SDK over HTTP:")
             ui.line(_code(f"    async with Client({url!r}, token=...) as svc:"))
-            async with Client(url, token=FakeService.DEFAULT_TOKEN) as svc:
+            async with Client(url, token=FakeService.DEFAULT_TOKEN, clock=self.clock) as svc:
                 orgs = await self.organisations(svc)
                 names = {o.id: o.name for o in orgs}
                 await self.seasons(svc, names)
@@ -155,7 +158,7 @@ class Tour:
         )
         found: dict[int, list[Entry]] = {}
         failed: list[int] = []
-        began = time.perf_counter()
+        began = self.clock.now()
         with self.ui.progress(f"Entries of {plural(len(events), 'event')}", len(events)) as bar:
             batches = svc.entries.for_events(
                 [e.id for e in events],
@@ -168,7 +171,7 @@ class Tour:
                         failed.append(batch.event_id)
                     else:
                         found[batch.event_id] = batch.entries
-        took = time.perf_counter() - began
+        took = self.clock.now() - began
         count = sum(len(v) for v in found.values())
         recordings = sum(1 for v in found.values() for e in v if e.sound_recording is not None)
         self.ui.line(
@@ -238,7 +241,7 @@ class Tour:
         return max(0.1, min(0.5, self.delay / 12))
 
     def _since(self, began: float) -> Styled:
-        return Styled(f"  +{time.perf_counter() - began:4.1f}s  ", "dim")
+        return Styled(f"  +{self.clock.now() - began:4.1f}s  ", "dim")
 
     async def verification(
         self, svc: Client, orgs: Sequence[Organisation]
@@ -276,7 +279,7 @@ class Tour:
             ".",
         )
         ui.line(_code("job = await svc.jobs.wait(job.id, on_status=show)"))
-        began = time.perf_counter()
+        began = self.clock.now()
 
         def show(snapshot: VerificationJob) -> None:
             ui.line(self._since(began), status_cell(snapshot.status))
@@ -410,7 +413,7 @@ class Tour:
     async def _output_ready(self, svc: Client, vod: VerificationJob) -> OutputFile | None:
         """Poll the job until its first output file is Completed (or fails)."""
         ui = self.ui
-        began = time.perf_counter()
+        began = self.clock.now()
         deadline = began + self.delay + 30.0
         last: str | None = None
         while True:
@@ -424,10 +427,10 @@ class Tour:
                 return None
             if output is not None and output.is_ready:
                 return output
-            if time.perf_counter() > deadline:
+            if self.clock.now() > deadline:
                 ui.line(Styled("The output file was not made in time.", "bold red"))
                 return None
-            await asyncio.sleep(self._interval())
+            await self.clock.sleep(self._interval())
             vod = await svc.jobs.get(vod.id)
 
     async def search(self, svc: Client) -> None:

@@ -9,6 +9,7 @@ from ..types import TimeoutArg
 
 if TYPE_CHECKING:
     from ..client import Client
+    from ..clock import Clock
     from ..pipeline import Resolver, StreamDecoder
     from ..retry import RetryPolicy
 
@@ -45,3 +46,8 @@ class Resource:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {self._owner!r}>"
+
+    @property
+    def clock(self) -> Clock:
+        """The client's clock (deadlines, polls and sleeps of this sub-client's waits)."""
+        return self._owner.clock

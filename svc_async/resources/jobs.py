@@ -209,20 +209,20 @@ class Jobs(Resource):
         """The pipeline's hook for an ambiguous create: search for ``tag`` until the deadline."""
 
         async def resolve(failure: SvcError, deadline: float | None) -> VerificationJob:
-            loop = asyncio.get_running_loop()
-            end = loop.time() + RESOLVE_DEFAULT if deadline is None else deadline
+            clock = self.clock
+            end = clock.now() + RESOLVE_DEFAULT if deadline is None else deadline
             looks = 0
             while True:
                 looks += 1
-                left = end - loop.time()
+                left = end - clock.now()
                 if left > 0.05:
                     found = await self._lookup(tag, min(left, RESOLVE_SEARCH_TIMEOUT))
                     if found is not None:
                         return found
-                left = end - loop.time()
+                left = end - clock.now()
                 if left <= 0.05:
                     break
-                await asyncio.sleep(min(left - 0.05, RESOLVE_INTERVAL * min(looks, 4) / 4))
+                await clock.sleep(min(left - 0.05, RESOLVE_INTERVAL * min(looks, 4) / 4))
             logger.warning(
                 "job create ended ambiguous after %s: search for tag %s later",
                 type(failure).__name__,

@@ -21,7 +21,8 @@ async with Client("http://fake.invalid", token=fake.DEFAULT_TOKEN,
 ```
 
 Time is on ``fake.clock`` (wall time plus ``advance``; ``FakeClock(start=...)`` freezes
-it), faults come from ``FaultConfig``, and everything received is in ``fake.requests``.
+it; ``FakeService(clock=VirtualClock())`` shares a client's virtual time), faults come
+from ``FaultConfig``, and everything received is in ``fake.requests``.
 It speaks today's service (TYPES.md) unless ``FakeService(legacy=True)``; signed links
 live on a separate files origin (``fake.files_url``).
 
@@ -33,7 +34,7 @@ shapes), ``licensing``, ``jobs``, ``lifecycle`` and ``render``; ``files`` (stora
 ``webhooks``, ``faults``, ``clock``, ``flavour`` and ``app`` (the two adapters).
 """
 
-from .clock import FakeClock, format_timestamp, parse_timestamp
+from .clock import FakeClock, VirtualClock, format_timestamp, parse_timestamp
 from .faults import FaultConfig
 from .files import FILES_ORIGIN
 from .flavour import CURRENT_STATUSES, LEGACY_STATUSES
@@ -60,6 +61,7 @@ __all__ = [
     "Outcome",
     "RawRequest",
     "RecordedRequest",
+    "VirtualClock",
     "WebhookDelivery",
     "format_timestamp",
     "parse_timestamp",

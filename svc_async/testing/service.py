@@ -9,7 +9,6 @@ share the same data. Adding and changing data is in ``builders``, reading it bac
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -19,6 +18,7 @@ from typing import Any
 from aiohttp import web
 from multidict import CIMultiDict
 
+from ..clock import Clock
 from .app import InProcessTransport, make_app
 from .clock import FakeClock
 from .core import ServiceCore, Settings
@@ -55,7 +55,8 @@ class FakeService(Drivers, Observers, Knobs):
     """A stateful in-memory fake of the service, for demos, end-to-end tests and yours.
 
     ``seed`` makes the demo data, tokens and fault draws deterministic. Times are on
-    ``clock`` (default: wall time; pass ``FakeClock(start=...)`` to freeze it) plus
+    ``clock`` (default: wall time; pass ``FakeClock(start=...)`` to freeze it, or the
+    ``VirtualClock`` your client runs on to share its virtual time) plus
     ``clock_skew``; move it with ``advance``. ``legacy=True`` speaks the published
     examples' older shapes instead of today's (see ``flavour.Flavour``). See the package
     docstring for the rules.
@@ -83,7 +84,7 @@ class FakeService(Drivers, Observers, Knobs):
         webhook_url: str | None = None,
         faults: FaultConfig | None = None,
         demo_data: bool = True,
-        clock: FakeClock | None = None,
+        clock: FakeClock | Clock | None = None,
         file_size: int = 64 * 1024,
         url_ttl: int = 216000,
         webhook_attempts: int = 4,
@@ -93,7 +94,10 @@ class FakeService(Drivers, Observers, Knobs):
         self.seed = seed
         self.legacy = legacy
         """True: the published examples' shapes (Completed, ``{jobs, count}``, 12 checks)."""
-        self.clock = clock or FakeClock()
+        if clock is None or isinstance(clock, FakeClock):
+            self.clock = clock or FakeClock()
+        else:
+            self.clock = FakeClock(source=clock)
         self.state = State()
         self.catalogue = build_catalogue(seed)
         secret = hashlib.sha256(f"fake-files-{seed}".encode()).digest()
@@ -172,10 +176,10 @@ class FakeService(Drivers, Observers, Knobs):
         try:
             pending = self.core.begin(raw)
             if pending.delay > 0:
-                await asyncio.sleep(pending.delay)
+                await self.clock.sleep(pending.delay)
             outcome = self.core.finish(pending)
             if outcome.stall > 0:
-                await asyncio.sleep(outcome.stall)
+                await self.clock.sleep(outcome.stall)
             return outcome
         finally:
             self.in_flight -= 1

@@ -187,7 +187,7 @@ class WebhookDispatcher:
                 except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                     delivery.attempts.append(type(exc).__name__)
                 if attempt + 1 < self.attempts:
-                    await asyncio.sleep(self.backoff * 2**attempt)
+                    await self._clock.sleep(self.backoff * 2**attempt)
         return delivery
 
     async def wait_idle(self, timeout: float = 5.0) -> None:
