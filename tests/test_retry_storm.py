@@ -17,7 +17,18 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from svc_async import Client, RateLimitError, RetryBudget, RetryPolicy, ServerError
+from svc_async import (
+    Client,
+    MockTransport,
+    RateLimitError,
+    Request,
+    Response,
+    RetryBudget,
+    RetryPolicy,
+    ServerError,
+    json_response,
+)
+from svc_async.testing import VirtualClock
 
 from .conftest import serve_app
 
@@ -127,3 +138,37 @@ async def test_429_retries_spend_the_retry_budget() -> None:
     # 10 tokens pay for two retries in all: 3 calls give 3 + 2 requests, not 3 * 3.
     assert sum(hits.values()) == 5
     assert budget.tokens == 0
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize("status", [429, 503])
+@pytest.mark.parametrize("value", ["0", "-5", "soon", "Thu, 01 Jan 1970 00:00:00 GMT"])
+async def test_the_default_policy_spaces_refusals_from_a_floor_on_virtual_time(
+    status: int, value: str
+) -> None:
+    # The default policy, on virtual time: every retry after a refusal naming no usable
+    # wait comes at least half its backoff ceiling (0.25 s, 0.5 s, 1 s) after the last.
+    clock = VirtualClock()
+    sent: dict[str, list[float]] = collections.defaultdict(list)
+
+    def refuse(request: Request) -> Response:
+        sent[request.url.path].append(clock.now())
+        return json_response(
+            {"message": "slow down"}, status=status, headers={"Retry-After": value}
+        )
+
+    policy = RetryPolicy()
+    async with Client(
+        "https://v.example", token="t", transport=MockTransport(refuse), clock=clock
+    ) as svc:
+        results = await asyncio.gather(
+            *(svc.jobs.get(n) for n in range(1, CALLS + 1)), return_exceptions=True
+        )
+    assert all(isinstance(r, RateLimitError if status == 429 else ServerError) for r in results)
+    assert len(sent) == CALLS
+    for times in sent.values():
+        assert len(times) == policy.max_attempts
+        gaps = [later - earlier for earlier, later in zip(times, times[1:])]
+        for attempt, gap in enumerate(gaps, start=1):
+            ceiling = policy.ceiling(attempt)
+            assert ceiling / 2 - 1e-6 <= gap <= ceiling + 0.1, (attempt, gaps)
