@@ -169,3 +169,17 @@ async def test_a_login_answer_whose_token_cannot_be_sent_is_a_decode_error() -> 
             await svc.jobs.get(7)
     _no_secret(info.value)
     assert hits == {"/api/auth/api-key/login": 1}  # one login, no API call
+
+
+@pytest.mark.parametrize("wait", ["wait", "wait_many"])
+async def test_waiting_for_a_job_does_not_poll_again_after_a_local_refusal(wait: str) -> None:
+    transport = MockTransport(lambda r: json_response([]))
+    auth = _SmugglingAuth(SMUGGLED[0])
+    async with Client("https://v.example", auth=auth, transport=transport, retry=POLICY) as svc:
+        with pytest.raises(LocalProtocolError):
+            if wait == "wait":
+                await svc.jobs.wait(7, timeout=5)
+            else:
+                _ = [job async for job in svc.jobs.wait_many([7, 8], timeout=5)]
+    assert auth.uses == 1
+    assert transport.requests == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import email.utils
+import itertools
 import time
 from typing import Any
 
@@ -168,7 +169,7 @@ async def test_the_default_policy_spaces_refusals_from_a_floor_on_virtual_time(
     assert len(sent) == CALLS
     for times in sent.values():
         assert len(times) == policy.max_attempts
-        gaps = [later - earlier for earlier, later in zip(times, times[1:])]
+        gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
         for attempt, gap in enumerate(gaps, start=1):
             ceiling = policy.ceiling(attempt)
             assert ceiling / 2 - 1e-6 <= gap <= ceiling + 0.1, (attempt, gaps)
