@@ -270,8 +270,8 @@ def parse_reset(
         return seconds  # the usual case: a number of seconds, neither epoch nor absurd
     if not seconds >= 0 or seconds == _INF:
         return None  # NaN, negative or infinite
-    seconds = read_wait(value, now, date=date, dates=False) or 0.0  # an epoch time
-    return None if seconds > MAX_SERVER_WAIT else max(0.0, seconds)
+    until = read_wait(value, now, date=date, dates=False)  # an epoch time, or absurd
+    return None if until is None or until > MAX_SERVER_WAIT else max(0.0, until)
 
 
 def server_wait(status: int, headers: Mapping[str, str], now: float | None = None) -> float | None:
@@ -280,7 +280,8 @@ def server_wait(status: int, headers: Mapping[str, str], now: float | None = Non
     ``Retry-After``, else on a 429 ``x-ratelimit-reset``; dates and epoch times are read
     against the answer's ``Date``. Only a positive wait counts: zero, negative, a past
     date, garbage and a missing header are all "no usable wait". Nothing is capped: a
-    wait of two days is two days (the retry decision raises it at once).
+    wait of two days is two days (the retry decision raises it at once). ``now`` is the
+    client's wall time, used only when the answer has no valid ``Date``.
     """
     date = headers.get("Date")
     wait = read_wait(headers.get("Retry-After"), now, date=date)
