@@ -162,3 +162,30 @@ async def test_a_stale_account_host_never_sees_the_key_secret(
             await svc.jobs.get(7)
     assert seen["stale"] == []
     assert any(LOGIN_PATH in line and "the-key-secret" in line for line in seen["passed"])
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ({}, (ENV_BASE, ENV_ACCOUNT)),
+        ({"base_url": PASSED_BASE}, (PASSED_BASE, PASSED_BASE)),
+        ({"account_url": PASSED_ACCOUNT}, (ENV_BASE, PASSED_ACCOUNT)),
+        ({"base_url": PASSED_BASE, "account_url": PASSED_ACCOUNT}, (PASSED_BASE, PASSED_ACCOUNT)),
+    ],
+)
+def test_the_cli_flags_each_fall_back_to_their_own_variable(
+    monkeypatch: pytest.MonkeyPatch, flags: dict[str, str], expected: tuple[str, str]
+) -> None:
+    import argparse
+
+    from svc_async.cli import make_client
+
+    monkeypatch.setenv("SVC_BASE_URL", ENV_BASE)
+    monkeypatch.setenv("SVC_ACCOUNT_URL", ENV_ACCOUNT)
+    args = argparse.Namespace(
+        base_url=None, account_url=None, token="t", api_key_id=None, api_key_secret=None
+    )
+    for name, value in flags.items():
+        setattr(args, name, value)
+    client = make_client(args)
+    assert (client.base_url, client.account_url) == expected
