@@ -93,7 +93,7 @@ from .transport import (
     Transport,
     json_response,
 )
-from .types import Progress, TimeoutArg
+from .types import AttemptTimeoutArg, Progress, TimeoutArg
 
 # A library leaves output to the application: without this, Python's last-resort
 # handler would print the SDK's warnings to stderr of programs that configured nothing.
@@ -139,6 +139,7 @@ __all__ = [
     "AiohttpTransport",
     "AmbiguousCreateError",
     "ApiKeyAuth",
+    "AttemptTimeoutArg",
     "Auth",
     "AuthenticationError",
     "BadRequestError",

@@ -8,37 +8,38 @@ and the decoded JSON goes back to the sub-client, which structures it into model
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import random
 import sys
 import traceback
 import warnings
-from collections.abc import Awaitable, Coroutine, Mapping
+from collections.abc import Awaitable, Coroutine
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack
 
 import orjson
 import yarl
-from multidict import CIMultiDict, CIMultiDictProxy
 
 from . import _validate
 from ._version import __version__
-from .auth import ApiKeyAuth, Auth, BearerAuth, secrets_of, static_headers
+from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
 from .clock import SYSTEM_CLOCK, Clock
-from .errors import ClientClosedError, WrongEventLoopError
+from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
 from .models import RateLimit
-from .pipeline import Call, Decoder, Env, Resolver, StreamDecoder, run
-from .ratelimit import Pacer, parse_rate_limit
+from .pipeline import Call, Env, Tracker, auth_headers, deadline_scope, run
+from .ratelimit import Pacer
 from .redact import redact_url
+from .resources._base import CallOptions
 from .resources.entries import Entries
 from .resources.events import Events
 from .resources.jobs import Jobs
 from .resources.orgs import Orgs
 from .resources.seasons import Seasons
 from .retry import RetryBudget, RetryPolicy
-from .transport import AiohttpTransport, Response, Timeout, Transport
-from .types import Progress
+from .transport import AiohttpTransport, Timeout, Transport
+from .types import AttemptTimeoutArg, Progress
 from .types import TimeoutArg as TimeoutArg  # the old home of the name still works
 
 if TYPE_CHECKING:  # downloads and webhooks load on first use
@@ -63,36 +64,71 @@ def _base(url: str | yarl.URL, what: str) -> str:
     return str(parsed).rstrip("/")
 
 
-def _timeout(value: TimeoutArg, what: str = "timeout") -> Timeout:
+DEFAULT_TIMEOUT = 120.0
+"""Seconds a call may take in all by default: attempts, pacing, auth, backoff, searches."""
+
+DEFAULT_ATTEMPT_TIMEOUT = Timeout(total=30.0, connect=10.0)
+"""The default limit of each HTTP exchange within a call."""
+
+_NO_LIMIT = Timeout(total=None, connect=None, read=None)
+
+
+def _seconds(value: float | None, what: str = "timeout") -> float | None:
+    """A whole-call bound: positive seconds, or None for none."""
     if value is None:
-        return Timeout(total=None, connect=None, read=None)
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} must be a number of seconds or None")
+    if not value > 0:
+        raise ValueError(f"{what} must be positive")
+    return float(value)
+
+
+def _attempt(value: AttemptTimeoutArg, what: str = "attempt_timeout") -> Timeout:
+    """A per-attempt limit: seconds (its total; connect at most 10 s), a Timeout, or None."""
+    if value is None:
+        return _NO_LIMIT
     if isinstance(value, Timeout):
         return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{what} must be a number of seconds or a Timeout")
-    if value <= 0:
-        raise ValueError(f"{what} must be positive")
-    return Timeout(total=float(value), connect=min(float(value), 10.0))
+    seconds = _seconds(value, what)
+    assert seconds is not None
+    return Timeout(total=seconds, connect=min(seconds, 10.0))
+
+
+def _split(
+    timeout: TimeoutArg | Literal["default"],
+    attempt_timeout: AttemptTimeoutArg | Literal["default"],
+    stacklevel: int,
+) -> tuple[float | Literal["default"] | None, Timeout | Literal["default"]]:
+    """Check ``timeout=`` and ``attempt_timeout=``; a ``Timeout`` given as ``timeout`` is
+    the deprecated per-attempt meaning, taken as ``attempt_timeout`` with a warning."""
+    if isinstance(timeout, Timeout):
+        warnings.warn(
+            "timeout=Timeout(...) is deprecated: timeout= now bounds the whole call in"
+            " seconds; pass the per-attempt Timeout as attempt_timeout=",
+            DeprecationWarning,
+            stacklevel=stacklevel + 1,
+        )
+        if attempt_timeout != "default":
+            raise TypeError("pass attempt_timeout= alone, not also a Timeout as timeout=")
+        return "default", timeout
+    whole = timeout if timeout == "default" else _seconds(timeout)
+    per = attempt_timeout if attempt_timeout == "default" else _attempt(attempt_timeout)
+    return whole, per
 
 
 class _Shared:
     """State shared by a client and its ``with_options`` views."""
 
     __slots__ = (
-        "active",
         "auth",
         "budget",
         "clock",
-        "closed",
         "env",
-        "headers",
         "loop",
         "owns_transport",
         "pacer",
-        "rate_headers",
-        "rate_limit",
         "rng",
-        "server_date",
         "transport",
         "urls",
     )
@@ -115,15 +151,18 @@ class _Shared:
         self.pacer = pacer
         self.budget = budget
         self.rng = rng
-        self.rate_limit: RateLimit | None = None
-        self.rate_headers: Mapping[str, str] | None = None
         self.urls: dict[tuple[str, str], yarl.URL] = {}
-        self.headers: dict[bool, tuple[Mapping[str, str] | None, Mapping[str, str]]] = {}
-        self.server_date: str | None = None
-        self.closed = False
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.active: dict[asyncio.Task[Any], int] = {}
         self.env: Env
+
+    @property
+    def tracker(self) -> Tracker:
+        """The running calls' tasks and the closed flag (the pipeline's own state)."""
+        return self.env.tracker
+
+    @property
+    def closed(self) -> bool:
+        return self.env.tracker.closed
 
 
 class Client:
@@ -138,6 +177,11 @@ class Client:
     pass neither ``token`` nor ``auth``. ``clock`` is where every deadline, pacing wait,
     poll and backoff reads the time and sleeps (default: the system clock; tests pass
     ``svc_async.testing.VirtualClock``).
+
+    ``timeout`` (seconds, None: none) bounds each call as a whole: every attempt, pacing
+    hold, auth login or renewal, backoff and tag search (default 120 s).
+    ``attempt_timeout`` limits each HTTP exchange within a call (seconds or a ``Timeout``
+    with connect and read parts; default 30 s, 10 s to connect).
     """
 
     def __init__(
@@ -148,7 +192,8 @@ class Client:
         auth: Auth | None = None,
         account_url: str | yarl.URL | None = None,
         transport: Transport | None = None,
-        timeout: TimeoutArg = 30.0,
+        timeout: TimeoutArg = DEFAULT_TIMEOUT,
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
         rate_limit: bool | Pacer = True,
         webhooks: WebhookReceiver | None = None,
@@ -178,6 +223,17 @@ class Client:
                 rate_limit.clock = clock  # one timeline for the pacer and the deadlines
         else:
             pacer = Pacer(clock=clock) if rate_limit else None
+        whole, per = _split(timeout, attempt_timeout, stacklevel=2)
+        self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
+        self._attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT if per == "default" else per
+        self._retry = retry or RetryPolicy()
+        self._origin = _origin_of(sys._getframe(1))
+        if user_agent is not None:
+            _validate.header_value(user_agent, "user_agent")
+        headers = {
+            "User-Agent": user_agent or f"svc-async/{__version__}",
+            "Accept": "application/json",
+        }
         self._shared = shared = _Shared(
             transport=transport or AiohttpTransport(),
             owns_transport=True,  # httpx's rule: a client closes the transport it was given
@@ -189,28 +245,22 @@ class Client:
         )
         shared.env = Env(
             transport=shared.transport,
-            auth_headers=lambda: auth.headers(self._account_call),
+            auth=auth,
             static_auth=static_headers(auth),
-            renew=lambda rejected: auth.renew(self._account_call, rejected),
-            headers=self._request_headers,
-            secrets=self._secrets,
-            observe=self._observe,
+            account_url=self._account,
+            # Logins run under the client's own settings (and the deadline of the call
+            # that needs them), whatever view made that call.
+            login_timeout=self._retry.timeout or self._timeout,
+            login_attempt_timeout=self._attempt_timeout,
+            login_policy=self._retry,
+            default_headers=headers,
             pacer=pacer,
             budget=shared.budget,
             rng=shared.rng,
-            active=shared.active,
-            closed=lambda: shared.closed,
+            transport_cuts=getattr(shared.transport, "enforces_timeout", False) is True,
             clock=clock,
         )
-        self._origin = _origin_of(sys._getframe(1))
-        self._timeout = _timeout(timeout)
-        self._retry = retry or RetryPolicy()
-        if user_agent is not None:
-            _validate.header_value(user_agent, "user_agent")
-        self._headers = {
-            "User-Agent": user_agent or f"svc-async/{__version__}",
-            "Accept": "application/json",
-        }
+        self._headers = headers
         self.webhooks = webhooks
         """The receiver whose deliveries wake ``jobs.wait`` (None: polling only)."""
         self.creation_tags = creation_tags
@@ -256,12 +306,13 @@ class Client:
         The transport is closed even when you passed it in (httpx's rule); an aiohttp
         session you gave to ``AiohttpTransport(session=...)`` is still never closed.
         """
-        shared = self._shared
-        if shared.closed:
+        tracker = self._shared.tracker
+        if tracker.closed:
             return
-        shared.closed = True
+        tracker.closed = True
+        shared = self._shared
         current = asyncio.current_task()
-        running = [t for t in shared.active if t is not current and not t.done()]
+        running = [t for t in tracker.active if t is not current and not t.done()]
         for task in running:
             task.cancel(_CLOSING)
         if running:
@@ -282,17 +333,12 @@ class Client:
     @property
     def rate_limit(self) -> RateLimit | None:
         """The ``x-ratelimit-*`` headers of the last response that had them."""
-        shared = self._shared
-        if shared.rate_headers is not None:
-            # Parsed on demand: without pacing nothing else needs them on every response.
-            shared.rate_limit = parse_rate_limit(shared.rate_headers)
-            shared.rate_headers = None
-        return shared.rate_limit
+        return self._shared.env.seen.rate_limit
 
     @property
     def server_date(self) -> str | None:
         """The ``Date`` header of the last response that had one (the server's clock)."""
-        return self._shared.server_date
+        return self._shared.env.seen.server_date
 
     @property
     def base_url(self) -> str:
@@ -310,14 +356,32 @@ class Client:
         return self._shared.transport
 
     def with_options(
-        self, *, timeout: TimeoutArg | Literal["keep"] = "keep", retry: RetryPolicy | None = None
+        self,
+        *,
+        timeout: TimeoutArg | Literal["default", "keep"] = "default",
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
+        retry: RetryPolicy | None = None,
     ) -> Client:
-        """A view of this client with other defaults; it shares connections and state."""
+        """A view of this client with other defaults; it shares connections and state.
+
+        ``"default"`` keeps this client's setting (``"keep"``, its old spelling, still
+        works with a ``DeprecationWarning``).
+        """
+        if timeout == "keep":
+            warnings.warn(
+                'with_options(timeout="keep") is deprecated; leave timeout out (or "default")',
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            timeout = "default"
+        whole, per = _split(timeout, attempt_timeout, stacklevel=2)
         view = object.__new__(Client)
         view.__dict__.update(self.__dict__)
         view.__dict__["_view"] = True
-        if timeout != "keep":
-            view._timeout = _timeout(timeout)
+        if whole != "default":
+            view._timeout = whole
+        if per != "default":
+            view._attempt_timeout = per
         if retry is not None:
             view._retry = retry
         view._resources()
@@ -352,27 +416,42 @@ class Client:
         destination: str | os.PathLike[str] | IO[bytes],
         *,
         progress: Progress | None = None,
-        timeout: Timeout | None = None,
+        timeout: TimeoutArg = None,
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
     ) -> DownloadResult:
         """Stream a signed link (recording, licence file, logo) to a path or binary file.
 
         The API's credentials go only to the API's own hosts; a path is written to a
         temporary file and renamed into place when complete. A 403 from a storage host
         raises ``SignedURLExpired``: read the resource again for a fresh link.
+        ``timeout`` bounds the whole download in seconds (default: none, big files take
+        long); ``attempt_timeout`` each exchange (default 10 s to connect, 60 s per read).
         """
         from .downloads import DownloadEnv, download
 
+        whole, per = _split(timeout, attempt_timeout, stacklevel=2)
+        limits = None if per == "default" else per
+        seconds = None if whole == "default" else whole
         self._check_usable()
         env = DownloadEnv(
             transport=self._shared.transport,
-            auth_headers=self._shared.env.auth_headers,
+            auth_headers=functools.partial(auth_headers, self._shared.env),
             user_agent=self._headers["User-Agent"],
             api_urls=(self._base, self._account),
         )
-        return await self._tracked(
-            download(env, url, destination, progress=progress, timeout=timeout),
-            f"download of {redact_url(str(url)) if isinstance(url, str | yarl.URL) else url}",
-        )
+        what = f"download of {redact_url(str(url)) if isinstance(url, str | yarl.URL) else url}"
+        work = download(env, url, destination, progress=progress, timeout=limits)
+        if seconds is None:
+            return await self._tracked(work, what)
+        try:
+            # A login the download needs ends by its deadline too.
+            with deadline_scope(self._shared.clock.now() + seconds):
+                async with asyncio.timeout(seconds) as timer:
+                    return await self._tracked(work, what)
+        except TimeoutError:
+            if not timer.expired():
+                raise
+            raise RequestTimeout(f"{what} did not finish within {seconds:g}s") from None
 
     # the escape hatch
 
@@ -385,6 +464,7 @@ class Client:
         host: Host = "api",
         idempotent: bool | None = None,
         timeout: TimeoutArg | Literal["default"] = "default",
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> Any:
         """Call any endpoint and return its decoded JSON (for calls not modelled yet).
@@ -399,111 +479,77 @@ class Client:
         if idempotent is None:
             idempotent = method in ("GET", "HEAD", "OPTIONS")
         return await self._send(
-            method, path, json, host=host, idempotent=idempotent, timeout=timeout, retry=retry
+            method,
+            path,
+            json,
+            host=host,
+            idempotent=idempotent,
+            timeout=timeout,
+            attempt_timeout=attempt_timeout,
+            retry=retry,
         )
 
     # the pipeline
 
-    async def _account_call(self, path: str, body: Mapping[str, Any]) -> Any:
-        """POST to the account host without auth (login and token refresh).
-
-        Safe to repeat (a repeated login only issues another token), so transport errors
-        are retried within the call's deadline like any idempotent call.
-        """
-        return await self._send(
-            "POST", path, body, host="account", idempotent=True, authenticate=False
-        )
-
-    def _secrets(self) -> tuple[str, ...]:
-        return secrets_of(self._shared.auth)
-
     def _send(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        host: Host = "api",
-        idempotent: bool,
-        timeout: TimeoutArg | Literal["default"] = "default",
-        retry: RetryPolicy | None = None,
-        authenticate: bool = True,
-        resolve: Resolver | None = None,
-        decode: Decoder | None = None,
-        stream_decode: StreamDecoder | None = None,
-        reply: bool = False,
+        self, method: str, path: str, body: Any = None, /, **options: Unpack[CallOptions]
     ) -> Coroutine[Any, Any, Any]:
         """Send one logical call through the pipeline (await the result).
 
+        ``options`` are ``CallOptions``; what is left out takes this client's default.
         Gives the decoded data, or with ``reply=True`` the ``Reply`` (data and response
-        metadata). ``decode`` replaces the JSON decoder for a 2xx body; ``stream_decode``
-        receives the 2xx response streamed, its body unread (see ``pipeline``). Not a
-        coroutine itself: the pipeline's ``run`` is awaited directly, one layer less on
-        every call.
+        metadata). Not a coroutine itself: the pipeline's ``run`` is awaited directly, one
+        layer less on every call.
         """
         shared = self._shared
-        if shared.closed or shared.loop is not asyncio.get_running_loop():
+        if shared.loop is not asyncio.get_running_loop() or shared.env.tracker.closed:
             self._check_usable()
+        policy = options.get("retry") or self._retry
+        timeout = options.get("timeout", "default")
+        attempt = options.get("attempt_timeout", "default")
+        seconds: float | None
+        if timeout == "default" and attempt == "default":
+            seconds, per, given = self._timeout, self._attempt_timeout, False
+        else:
+            whole, limits = _split(timeout, attempt, stacklevel=3)
+            given = whole != "default"
+            seconds = self._timeout if whole == "default" else whole
+            per = self._attempt_timeout if limits == "default" else limits
+        if policy.timeout is not None and not given:
+            seconds = policy.timeout  # the deprecated RetryPolicy(timeout=...)
         call = Call(
             method=method,
-            url=self._url(host, path),
+            url=self._url(options.get("host", "api"), path),
             content=None if body is None else orjson.dumps(body),
-            idempotent=idempotent,
-            timeout=self._timeout if timeout == "default" else _timeout(timeout),
-            policy=retry or self._retry,
-            authenticate=authenticate,
-            decode=decode,
-            stream_decode=stream_decode,
-            resolve=resolve,
-            reply=reply,
+            idempotent=options["idempotent"],
+            timeout=seconds,
+            attempt_timeout=per,
+            policy=policy,
+            authenticate=options.get("authenticate", True),
+            decode=options.get("decode"),
+            stream_decode=options.get("stream_decode"),
+            resolve=options.get("resolve"),
+            reply=options.get("reply", False),
         )
         return run(shared.env, call)
 
     async def _tracked(self, work: Awaitable[T], what: str) -> T:
         """Await ``work`` as a task of this client: ``aclose()`` ends it with ClientClosedError.
 
-        Nested calls (a login inside a call) count the task once more, so the outer call
-        stays tracked until it ends.
+        Counted like a pipeline call (calls nest: a login inside a download).
         """
         task = asyncio.current_task()
-        shared = self._shared
-        if task is None:
-            return await work
-        active = shared.active
-        active[task] = active.get(task, 0) + 1
+        tracker = self._shared.tracker
+        tracker.enter(task)
         try:
             return await work
         except asyncio.CancelledError:
-            if shared.closed and task.cancelling():
-                task.uncancel()
-                raise ClientClosedError(
-                    f"{what} was cancelled because the client was closed"
-                ) from None
+            error = tracker.closing(task, what)
+            if error is not None:
+                raise error from None
             raise
         finally:
-            left = active.get(task, 1) - 1
-            if left <= 0:
-                active.pop(task, None)
-            else:
-                active[task] = left
-
-    def _observe(self, response: Response | None) -> None:
-        """Release the pacer and keep the last rate-limit headers and Date seen (public props)."""
-        shared = self._shared
-        rate = None
-        if shared.pacer is not None:
-            rate = shared.pacer.release(
-                None if response is None else response.headers,
-                None if response is None else response.status,
-            )
-        if response is None:
-            return
-        headers = response.headers
-        if rate is not None:
-            shared.rate_limit, shared.rate_headers = rate, None
-        elif "x-ratelimit-remaining" in headers:
-            shared.rate_headers = headers
-        shared.server_date = headers.get("Date", shared.server_date)
+            tracker.leave(task)
 
     def _url(self, host: Host, path: str) -> yarl.URL:
         """The URL of ``path`` on ``host``, parsed once: paths repeat, parsing costs µs."""
@@ -515,18 +561,6 @@ class Client:
             base = self._account if host == "account" else self._base
             url = urls[host, path] = yarl.URL(base + path)
         return url
-
-    def _request_headers(
-        self, auth_headers: Mapping[str, str] | None, has_body: bool
-    ) -> CIMultiDictProxy[str]:
-        """Default + auth (+ JSON) headers, merged once per distinct auth header mapping."""
-        cached = self._shared.headers.get(has_body)
-        if cached is not None and cached[0] is auth_headers:
-            return cached[1]  # type: ignore[return-value]
-        merged = {**self._headers, **(_JSON_HEADERS if has_body else {}), **(auth_headers or {})}
-        proxy = CIMultiDictProxy(CIMultiDict(merged))
-        self._shared.headers[has_body] = (auth_headers, proxy)
-        return proxy
 
 
 def _origin_of(frame: Any) -> str:

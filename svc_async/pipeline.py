@@ -20,16 +20,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import enum
+import functools
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
 import orjson
 import yarl
+from multidict import CIMultiDict, CIMultiDictProxy
 
+from .auth import AccountCall, Auth, secrets_of
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import (
     APIError,
@@ -174,12 +178,12 @@ def decide(
     server = outcome.server_wait
     if server is not None and server > policy.max_server_wait:
         return Decision(Action.RAISE, reason="server wait too long", rate_limited=True)
-    if attempt >= policy.max_attempts:
+    if attempt >= policy.attempts:
         return Decision(Action.RAISE, reason="attempts spent")
     wait = policy.retry_wait(attempt, backoff, server, refused=status in (429, 503))
     if deadline is not None and now + wait >= deadline:
         return Decision(Action.RAISE, reason="deadline", rate_limited=server is not None)
-    cost = budget.timeout_cost if isinstance(failure, RequestTimeout) else budget.retry_cost
+    cost = budget.cost(timeout=isinstance(failure, RequestTimeout))
     if budget_tokens < cost:
         return Decision(Action.RAISE, reason="retry budget exhausted")
     reason = f"HTTP {status}" if status is not None else type(failure).__name__
@@ -248,6 +252,11 @@ class Reply:
 class Call:
     """Everything one logical call needs; built by the client from a resource's request.
 
+    ``timeout`` bounds the whole call (seconds, None: no bound): every attempt, pacing
+    hold, auth login or renewal, backoff and ambiguous-create search. ``attempt_timeout``
+    limits each HTTP exchange within it. The options a caller may give are declared once,
+    in ``resources._base.CallOptions``, under these names.
+
     Not frozen: one is built per call, and a frozen class pays a setattr call per field.
     Nothing changes a ``Call`` once built.
     """
@@ -256,7 +265,8 @@ class Call:
     url: yarl.URL
     content: bytes | None
     idempotent: bool
-    timeout: Timeout
+    timeout: float | None
+    attempt_timeout: Timeout
     policy: RetryPolicy
     authenticate: bool = True
     decode: Decoder | None = None
@@ -266,26 +276,209 @@ class Call:
     """Return the ``Reply`` (data and response metadata) rather than the data alone."""
 
 
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "svc_async_deadline", default=None
+)
+"""The deadline (clock time) of the call or wait this task is inside, if any."""
+
+
+def current_deadline() -> float | None:
+    """The deadline (clock time) every call made now must end by: its caller's, if any."""
+    return _DEADLINE.get()
+
+
+@contextlib.contextmanager
+def deadline_scope(deadline: float | None) -> Iterator[None]:
+    """Bound every call made inside (in this task) by ``deadline`` (clock time) too.
+
+    A nested call (an auth login inside a call, a poll inside a wait, a tag search
+    inside a create) then ends by the outer deadline even with a longer timeout of its
+    own. An earlier outer deadline is kept.
+    """
+    outer = _DEADLINE.get()
+    if deadline is None or (outer is not None and outer <= deadline):
+        yield
+        return
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+class Tracker:
+    """The tasks running calls of one client, and whether that client was closed.
+
+    ``aclose()`` cancels the tracked tasks; a tracked call cancelled after the close
+    raises ``ClientClosedError`` instead of ``CancelledError``. Calls nest (a login
+    inside a call), so each task is counted.
+    """
+
+    __slots__ = ("active", "closed")
+
+    def __init__(self) -> None:
+        self.active: dict[asyncio.Task[Any], int] = {}
+        self.closed = False
+
+    def enter(self, task: asyncio.Task[Any] | None) -> None:
+        """Count ``task`` as running one more call."""
+        if task is not None:
+            active = self.active
+            active[task] = active.get(task, 0) + 1
+
+    def leave(self, task: asyncio.Task[Any] | None) -> None:
+        """Count one call of ``task`` as ended."""
+        if task is not None:
+            active = self.active
+            left = active.get(task, 1) - 1
+            if left > 0:
+                active[task] = left
+            else:
+                active.pop(task, None)
+
+    def closing(self, task: asyncio.Task[Any] | None, what: str) -> ClientClosedError | None:
+        """The error to raise instead of a cancellation caused by ``aclose()``, if it was."""
+        if task is not None and self.closed and task.cancelling():
+            task.uncancel()
+            return ClientClosedError(f"{what} was cancelled because the client was closed")
+        return None
+
+
+class Seen:
+    """What the pipeline last saw in answers: rate-limit headers and the server's Date.
+
+    The client's ``rate_limit`` and ``server_date`` read it; the headers are parsed only
+    when asked for (without pacing nothing else needs them on every response).
+    """
+
+    __slots__ = ("_rate", "_rate_headers", "server_date")
+
+    def __init__(self) -> None:
+        self._rate: RateLimit | None = None
+        self._rate_headers: Mapping[str, str] | None = None
+        self.server_date: str | None = None
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        """The ``x-ratelimit-*`` headers of the last response that had them."""
+        if self._rate_headers is not None:
+            self._rate = parse_rate_limit(self._rate_headers)
+            self._rate_headers = None
+        return self._rate
+
+    def record(self, headers: Mapping[str, str], rate: RateLimit | None) -> None:
+        """Keep ``headers``' rate limit (``rate`` when the pacer parsed it) and Date."""
+        if rate is not None:
+            self._rate, self._rate_headers = rate, None
+        elif "x-ratelimit-remaining" in headers:
+            self._rate_headers = headers
+        self.server_date = headers.get("Date", self.server_date)
+
+
+_JSON_HEADERS = {"Content-Type": "application/json"}
+
+
 @attrs.define(slots=True, kw_only=True)
 class Env:
-    """The client-wide pieces a call runs through (shared by concurrent calls)."""
+    """The client-wide pieces a call runs through (shared by concurrent calls).
+
+    The pipeline's own state lives here (``tracker``, ``seen``, the merged headers);
+    the client hands in values, none of them a callable back into it. An auth login or
+    renewal is a call of its own (``account_call``): a POST to ``account_url`` without
+    credentials, under the ``login_*`` settings and the deadline of the call it serves.
+    """
 
     transport: Transport
-    auth_headers: Callable[[], Awaitable[Mapping[str, str]]]
+    auth: Auth
     static_auth: Mapping[str, str] | None = None
-    renew: Callable[[Mapping[str, str]], Awaitable[bool]]
-    headers: Callable[[Mapping[str, str] | None, bool], Mapping[str, str]]
-    secrets: Callable[[], tuple[str, ...]]
-    observe: Callable[[Response | None], None]
+    account_url: str
+    """The account host's base URL (login and refresh)."""
+    login_timeout: float | None
+    login_attempt_timeout: Timeout
+    login_policy: RetryPolicy
+    default_headers: Mapping[str, str]
+    """Sent with every call (User-Agent, Accept); auth and Content-Type are added."""
     pacer: Pacer | None
     budget: RetryBudget
     rng: random.Random
-    active: dict[asyncio.Task[Any], int] = attrs.field(factory=dict)
-    """The tasks running calls (a count per task: calls nest), for ``closed`` to end."""
-    closed: Callable[[], bool] = lambda: False
-    """Whether the client was closed: a call cancelled then raises ClientClosedError."""
+    tracker: Tracker = attrs.field(factory=Tracker)
+    """The tasks running calls, and whether the client was closed."""
+    transport_cuts: bool = False
+    """The transport ends each exchange at ``Request.timeout`` itself (it says so with
+    ``enforces_timeout = True``); otherwise the pipeline cuts each send off."""
     clock: Clock = SYSTEM_CLOCK
     """Deadlines, backoff sleeps and ``Retry-After`` dates are read on this clock."""
+    seen: Seen = attrs.field(factory=Seen)
+    """The last rate-limit headers and server Date seen."""
+    merged: dict[bool, tuple[Mapping[str, str] | None, CIMultiDictProxy[str]]] = attrs.field(
+        factory=dict
+    )
+    """The request headers last merged, with and without a body, by the auth they hold."""
+    account_call: AccountCall = attrs.field(init=False)
+    """POST to the account host without auth (what ``Auth.headers``/``renew`` call)."""
+
+    def __attrs_post_init__(self) -> None:
+        self.account_call = functools.partial(_account_call, self)
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every credential the auth holds now (tokens change as an API key renews)."""
+        return secrets_of(self.auth)
+
+
+async def _account_call(env: Env, path: str, body: Mapping[str, Any]) -> Any:
+    """POST ``body`` to ``path`` on the account host without auth: login and refresh.
+
+    Safe to repeat (a repeated login only issues another token), so transport errors
+    are retried within the deadline like any idempotent call; the deadline of the call
+    that needed the login bounds it too.
+    """
+    call = Call(
+        method="POST",
+        url=yarl.URL(env.account_url + path),
+        content=orjson.dumps(body),
+        idempotent=True,
+        timeout=env.login_timeout,
+        attempt_timeout=env.login_attempt_timeout,
+        policy=env.login_policy,
+        authenticate=False,
+    )
+    return await run(env, call)
+
+
+async def auth_headers(env: Env) -> Mapping[str, str]:
+    """The credentials for the next request (logging in first when needed)."""
+    if env.static_auth is not None:
+        return env.static_auth
+    return await env.auth.headers(env.account_call)
+
+
+def request_headers(
+    env: Env, auth_headers: Mapping[str, str] | None, has_body: bool
+) -> CIMultiDictProxy[str]:
+    """Default + auth (+ JSON) headers, merged once per distinct auth header mapping."""
+    cached = env.merged.get(has_body)
+    if cached is not None and cached[0] is auth_headers:
+        return cached[1]
+    merged = {
+        **env.default_headers,
+        **(_JSON_HEADERS if has_body else {}),
+        **(auth_headers or {}),
+    }
+    proxy = CIMultiDictProxy(CIMultiDict(merged))
+    env.merged[has_body] = (auth_headers, proxy)
+    return proxy
+
+
+def observe(env: Env, response: Response | None) -> None:
+    """After each attempt: release the pacer and keep what the answer says (``seen``)."""
+    rate = None
+    if env.pacer is not None:
+        rate = env.pacer.release(
+            None if response is None else response.headers,
+            None if response is None else response.status,
+        )
+    if response is not None:
+        env.seen.record(response.headers, rate)
 
 
 def decode_json(response: Response) -> Any:
@@ -366,22 +559,52 @@ async def _send_streamed(
 _NO_DATA = object()
 
 
-async def run(env: Env, call: Call) -> Any:
-    """Carry ``call`` out: every step, waits included, under ``call.policy.timeout``.
+async def _cut_send(env: Env, call: Call, request: Request, when: float) -> tuple[Response, Any]:
+    """Send ``request``, cut off at ``when`` (the client's clock) by the pipeline itself.
 
+    For transports that do not say they end an exchange at ``Request.timeout``: the
+    deadline then holds whatever the transport does. Returns the response with the
+    streamed data (``_NO_DATA`` when the body was read whole).
+    """
+    try:
+        async with asyncio.timeout(max(0.0, when - env.clock.now())) as timer:
+            if call.stream_decode is not None and isinstance(env.transport, StreamingTransport):
+                return await _send_streamed(env.transport, request, call.stream_decode)
+            return await env.transport.send(request), _NO_DATA
+    except TimeoutError:
+        if not timer.expired():
+            raise
+        limit = request.timeout.total if request.timeout is not None else None
+        raise RequestTimeout(
+            f"timeout on {call.method} {redact_url(call.url)}"
+            + ("" if limit is None else f" after {limit:g}s"),
+            request=request,
+        ) from None
+
+
+async def run(env: Env, call: Call) -> Any:
+    """Carry ``call`` out: every step, waits included, by the call's deadline.
+
+    The deadline is ``call.timeout`` from now, or the deadline of the call or wait this
+    one runs inside, whichever is first; calls made meanwhile in this task (an auth login
+    or renewal, a tag search) inherit it. Each send is cut off at the deadline (and at
+    ``call.attempt_timeout``) whether or not the transport honours ``Request.timeout``.
     Returns the decoded data (the ``Reply`` when ``call.reply``). The calling task is
-    counted in ``env.active`` meanwhile; cancelled because the client closed, the call
-    raises ``ClientClosedError``.
+    tracked meanwhile; cancelled because the client closed, the call raises
+    ``ClientClosedError``.
     """
     loop = asyncio.get_running_loop()
     task = asyncio.current_task(loop)
-    active = env.active
-    if task is not None:
-        active[task] = active.get(task, 0) + 1
+    tracker = env.tracker
+    tracker.enter(task)
+    clock = env.clock
+    now = clock.now()
+    deadline = None if call.timeout is None else now + call.timeout
+    outer = _DEADLINE.get()
+    if outer is not None and (deadline is None or outer < deadline):
+        deadline = outer
+    scope = _DEADLINE.set(deadline)
     try:
-        policy = call.policy
-        clock = env.clock
-        deadline = None if policy.timeout is None else clock.now() + policy.timeout
         has_body = call.content is not None
         attempt = 0
         renewed = False
@@ -392,20 +615,25 @@ async def run(env: Env, call: Call) -> Any:
             elif env.static_auth is not None:
                 auth = env.static_auth
             else:
-                auth = await env.auth_headers()
-            headers = env.headers(auth, has_body)
+                auth = await env.auth.headers(env.account_call)
+            headers = request_headers(env, auth, has_body)
             if env.pacer is not None and not env.pacer.admit():
                 await _pace(env.pacer, call, deadline, loop)
             now = clock.now()
-            timeout = call.timeout
+            timeout = call.attempt_timeout
             if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
                 timeout = _bounded(timeout, deadline, now)
             request = Request(call.method, call.url, headers, call.content, timeout)
             response: Response | None = None
             failure: SvcError | None = None
             data: Any = _NO_DATA
+            limit = timeout.total
             try:
-                if call.stream_decode is not None and isinstance(env.transport, StreamingTransport):
+                if limit is not None and not env.transport_cuts:
+                    response, data = await _cut_send(env, call, request, now + limit)
+                elif call.stream_decode is not None and isinstance(
+                    env.transport, StreamingTransport
+                ):
                     response, data = await _send_streamed(
                         env.transport, request, call.stream_decode
                     )
@@ -414,7 +642,7 @@ async def run(env: Env, call: Call) -> Any:
             except (TransportError, ResponseDecodeError) as exc:
                 failure = exc
             finally:
-                env.observe(response)
+                observe(env, response)
             if response is not None and logger.isEnabledFor(logging.DEBUG):
                 logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
             if response is not None and 200 <= response.status < 300:
@@ -430,7 +658,7 @@ async def run(env: Env, call: Call) -> Any:
             action = decision.action
             if action is Action.RENEW:
                 renewed = True
-                if await env.renew(headers):
+                if await env.auth.renew(env.account_call, headers):
                     attempt -= 1
                     continue
                 raise failure
@@ -442,19 +670,13 @@ async def run(env: Env, call: Call) -> Any:
                 raise failure
             await clock.sleep(_wait_before_retry(call, attempt, decision))
     except asyncio.CancelledError:
-        if task is not None and env.closed() and task.cancelling():
-            task.uncancel()
-            raise ClientClosedError(
-                f"{call.method} {call.url.path} was cancelled because the client was closed"
-            ) from None
+        error = tracker.closing(task, f"{call.method} {call.url.path}")
+        if error is not None:
+            raise error from None
         raise
     finally:
-        if task is not None:
-            left = active[task] - 1
-            if left:
-                active[task] = left
-            else:
-                del active[task]
+        _DEADLINE.reset(scope)
+        tracker.leave(task)
 
 
 async def _pace(pacer: Pacer, call: Call, deadline: float | None, loop: Any) -> None:
@@ -517,8 +739,8 @@ def _after(
             logger.warning(
                 "retry budget exhausted; not retrying %s %s", call.method, redact_url(call.url)
             )
-    elif decision.spend and not env.budget.try_spend(timeout=isinstance(failure, RequestTimeout)):
-        decision = Decision(Action.RAISE, reason="retry budget exhausted")
+    elif decision.spend:
+        env.budget.spend(decision.spend)  # ``decide`` checked the budget can afford it
     return decision, failure
 
 

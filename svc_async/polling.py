@@ -39,6 +39,8 @@ from .errors import (
     TransportError,
 )
 from .models import CURRENT_JOB_STATUSES, FINISHED_JOB_STATUSES, JobRequest, VerificationJob
+from .pipeline import deadline_scope
+from .retry import jittered
 from .webhooks import JobSubscription, WebhookReceiver
 
 if TYPE_CHECKING:
@@ -105,14 +107,15 @@ def _renamed(old: str) -> str:
 class PollPolicy:
     """How ``jobs.wait`` polls, in the backoff words of ``RetryPolicy``.
 
-    The pause after poll ``n`` is ``min(wait_max, wait_initial * wait_exp_base ** (n -
-    1))`` seconds, stretched or shrunk at random by up to ``wait_jitter`` (a fraction of
-    the pause: 0.1 is +/-10 %). The defaults suit jobs of seconds to minutes: a 2 s job
-    costs about 3 gets, a minute about 10, and a finished job is noticed within
-    ``wait_max`` (15 s) at worst.
+    The pause after poll ``n`` is at most ``min(wait_max, wait_initial * wait_exp_base **
+    (n - 1))`` seconds, shortened at random by up to ``wait_jitter`` (a fraction of the
+    pause: 0.1 is up to 10 % shorter), ``RetryPolicy``'s meaning of the word. The
+    defaults suit jobs of seconds to minutes: a 2 s job costs about 3 gets, a minute
+    about 10, and a finished job is noticed within ``wait_max`` (15 s) at worst.
 
     ``timeout`` bounds the **whole wait**, every poll and pause included (None: no
-    limit); each poll is one ``jobs.get`` under the client's own per-request timeout.
+    limit); each poll is one ``jobs.get`` under the client's own ``timeout``, cut to what
+    is left of the wait.
     ``finished_statuses`` end a wait (so does a non-empty ``errorMessage``); unknown
     statuses mean "still running". While a webhook receiver is attached, pauses are
     multiplied by ``webhook_factor`` since the delivery should come first.
@@ -216,9 +219,7 @@ class PollPolicy:
         """Seconds to wait after poll number ``attempt`` (1-based), jitter included."""
         exponent = min(max(attempt, 1) - 1, 1000)
         base = min(self.wait_max, self.wait_initial * self.wait_exp_base**exponent)
-        if not self.wait_jitter:
-            return base
-        return base * (rng or random).uniform(1 - self.wait_jitter, 1 + self.wait_jitter)
+        return jittered(base, self.wait_jitter, rng)
 
     def is_finished(self, job: VerificationJob) -> bool:
         """Whether ``job`` is finished under this policy (status or an error message)."""
@@ -265,8 +266,9 @@ async def _get(
 ) -> tuple[VerificationJob | None, SvcError | None]:
     """One poll, cut short at the deadline; transient failures are returned, not raised."""
     try:
-        async with asyncio.timeout_at(clock.deadline):
-            return await jobs.get(job_id), None
+        with deadline_scope(clock.deadline):
+            async with asyncio.timeout_at(clock.deadline):
+                return await jobs.get(job_id), None
     except TimeoutError:
         if clock.expired():
             return None, None
@@ -479,10 +481,11 @@ class _Many:
         offset = 0
         for _ in range(_MAX_PAGES):
             try:
-                async with asyncio.timeout_at(clock.deadline):
-                    page = await self.jobs.search(
-                        tags=list(self.tags), statuses=list(statuses), limit=100, offset=offset
-                    )
+                with deadline_scope(clock.deadline):
+                    async with asyncio.timeout_at(clock.deadline):
+                        page = await self.jobs.search(
+                            tags=list(self.tags), statuses=list(statuses), limit=100, offset=offset
+                        )
             except TimeoutError:
                 if clock.expired():
                     return None

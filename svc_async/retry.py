@@ -125,53 +125,72 @@ def _jitter_renamed() -> str:
     )
 
 
+_ATTEMPTS_RENAMED = "RetryPolicy(max_attempts=...) is deprecated; use attempts= (stamina's word)"
+_TIMEOUT_MOVED = (
+    "RetryPolicy(timeout=...) is deprecated: pass timeout= to the Client, to with_options or"
+    " to the call, where it bounds the whole call; until then the policy's timeout is used"
+    " for calls that give none"
+)
+
+
 @attrs.frozen(slots=True, kw_only=True, init=False)
 class RetryPolicy:
-    """How a failed request is retried.
+    """How a failed request is retried, in stamina's words.
 
-    Backoff is exponential: the ceiling after attempt ``n`` is ``min(wait_max,
-    wait_initial * wait_exp_base ** (n - 1))``, and ``wait_jitter`` is the fraction of
-    it drawn at random: the wait is uniform in ``[ceiling * (1 - wait_jitter),
-    ceiling]``, so the default 1.0 is full jitter and 0.0 waits exactly the ceiling.
-    ``timeout`` bounds the whole call, retries and waits included. A server-directed
-    wait (``Retry-After``, or ``x-ratelimit-reset`` on 429) is honoured up to
+    ``attempts`` is the most attempts a call makes (1: no retries). Backoff is
+    exponential: the ceiling after attempt ``n`` is ``min(wait_max, wait_initial *
+    wait_exp_base ** (n - 1))``, and ``wait_jitter`` is the fraction of it drawn at
+    random: the wait is uniform in ``[ceiling * (1 - wait_jitter), ceiling]``, so the
+    default 1.0 is full jitter and 0.0 waits exactly the ceiling. A server-directed wait
+    (``Retry-After``, or ``x-ratelimit-reset`` on 429) is honoured up to
     ``max_server_wait`` seconds (at most a day); a longer one is raised as
     ``RateLimitError`` instead of being slept through. ``retry_wait`` is the whole rule
-    for how long a retry waits. ``RetryPolicy(max_attempts=1)`` turns retries off.
+    for how long a retry waits. How long a call may take in all is the call's
+    ``timeout``.
 
-    The old ``jitter=True/False`` still works, as argument and attribute, with a
-    ``DeprecationWarning``; it goes in the next release.
+    Deprecated, still working with a ``DeprecationWarning``: ``max_attempts`` (now
+    ``attempts``), ``jitter=True/False`` (now ``wait_jitter``), and ``timeout``, which
+    bounds calls that give no ``timeout`` of their own; they go in the next release.
     """
 
-    max_attempts: int = 4
+    attempts: int = 4
     wait_initial: float = 0.5
     wait_max: float = 8.0
     wait_exp_base: float = 2.0
     wait_jitter: float = 1.0
-    timeout: float | None = 120.0
+    timeout: float | None = None
+    """Deprecated: set only by ``RetryPolicy(timeout=...)``; None when not given."""
     max_server_wait: float = 60.0
     statuses: frozenset[int] = RETRYABLE_STATUSES
 
     def __init__(
         self,
         *,
-        max_attempts: int = 4,
+        attempts: int = 4,
         wait_initial: float = 0.5,
         wait_max: float = 8.0,
         wait_exp_base: float = 2.0,
         wait_jitter: float = 1.0,
-        timeout: float | None = 120.0,
+        timeout: float | None = None,
         max_server_wait: float = 60.0,
         statuses: frozenset[int] = RETRYABLE_STATUSES,
         jitter: bool | None = None,
+        max_attempts: int | None = None,
     ) -> None:
         if jitter is not None:
             warnings.warn(_jitter_renamed(), DeprecationWarning, stacklevel=2)
             if wait_jitter != 1.0:
                 raise TypeError("RetryPolicy got both jitter= and wait_jitter=; pass wait_jitter=")
             wait_jitter = 1.0 if jitter else 0.0
+        if max_attempts is not None:
+            warnings.warn(_ATTEMPTS_RENAMED, DeprecationWarning, stacklevel=2)
+            if attempts != 4:
+                raise TypeError("RetryPolicy got both max_attempts= and attempts=; pass attempts=")
+            attempts = max_attempts
+        if timeout is not None:
+            warnings.warn(_TIMEOUT_MOVED, DeprecationWarning, stacklevel=2)
         self.__attrs_init__(
-            max_attempts=max_attempts,
+            attempts=attempts,
             wait_initial=wait_initial,
             wait_max=wait_max,
             wait_exp_base=wait_exp_base,
@@ -182,10 +201,10 @@ class RetryPolicy:
         )
 
     def __attrs_post_init__(self) -> None:
-        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
-            raise TypeError("max_attempts must be an int")
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int):
+            raise TypeError("attempts must be an int")
+        if self.attempts < 1:
+            raise ValueError("attempts must be at least 1")
         if self.wait_initial < 0 or self.wait_max < 0 or self.wait_exp_base < 1:
             raise ValueError("waits must be non-negative and wait_exp_base at least 1")
         if isinstance(self.wait_jitter, bool) or not 0 <= self.wait_jitter <= 1:
@@ -197,6 +216,12 @@ class RetryPolicy:
                 f"max_server_wait must be between 0 and {MAX_SERVER_WAIT:g} seconds (a day),"
                 f" got {self.max_server_wait!r}"
             )
+
+    @property
+    def max_attempts(self) -> int:
+        """Deprecated name of ``attempts``."""
+        warnings.warn(_ATTEMPTS_RENAMED, DeprecationWarning, stacklevel=2)
+        return self.attempts
 
     @property
     def jitter(self) -> bool:
@@ -212,10 +237,7 @@ class RetryPolicy:
 
     def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        ceiling = self.ceiling(attempt)
-        if not self.wait_jitter:
-            return ceiling
-        return (rng or random).uniform(ceiling * (1.0 - self.wait_jitter), ceiling)
+        return jittered(self.ceiling(attempt), self.wait_jitter, rng)
 
     def retry_wait(
         self, attempt: int, backoff: float, server_wait: float | None, *, refused: bool
@@ -233,6 +255,17 @@ class RetryPolicy:
         if refused:
             return self.ceiling(attempt) * REFUSAL_FLOOR + backoff * (1.0 - REFUSAL_FLOOR)
         return backoff
+
+
+def jittered(wait: float, wait_jitter: float, rng: random.Random | None = None) -> float:
+    """``wait`` with the fraction ``wait_jitter`` of it drawn at random, never above it.
+
+    The one meaning of ``wait_jitter`` in ``RetryPolicy`` and ``PollPolicy``: the result
+    is uniform in ``[wait * (1 - wait_jitter), wait]`` (1.0: full jitter; 0.0: none).
+    """
+    if not wait_jitter:
+        return wait
+    return (rng or random).uniform(wait * (1.0 - wait_jitter), wait)
 
 
 def parse_retry_after(
@@ -317,9 +350,22 @@ class RetryBudget:
         """Tokens left."""
         return self._tokens
 
+    def cost(self, *, timeout: bool = False) -> int:
+        """The tokens one retry costs (``timeout_cost`` after a timeout)."""
+        return self.timeout_cost if timeout else self.retry_cost
+
+    def spend(self, cost: int) -> None:
+        """Take ``cost`` tokens for a retry the pipeline decided it can afford.
+
+        Never below zero: clients in other threads sharing the budget may have spent
+        the same tokens since the check.
+        """
+        with self._lock:
+            self._tokens = max(0, self._tokens - cost)
+
     def try_spend(self, *, timeout: bool = False) -> bool:
         """Take the cost of one retry; False when the budget cannot afford it."""
-        cost = self.timeout_cost if timeout else self.retry_cost
+        cost = self.cost(timeout=timeout)
         with self._lock:
             if self._tokens < cost:
                 return False

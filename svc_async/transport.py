@@ -165,6 +165,10 @@ class AiohttpTransport:
     never forwarded to another origin.
     """
 
+    enforces_timeout = True
+    """aiohttp's own timer ends each exchange at ``Request.timeout`` (connect, sending
+    and reading the body included), so the pipeline need not start a second one."""
+
     def __init__(
         self,
         *,

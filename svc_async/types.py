@@ -7,7 +7,7 @@ from typing import TypeAlias
 
 from .transport import Timeout
 
-__all__ = ["Progress", "TimeoutArg"]
+__all__ = ["AttemptTimeoutArg", "Progress", "TimeoutArg"]
 
 Progress: TypeAlias = Callable[[int, "int | None"], object]
 """``progress(done, total)``, sync or async (an awaitable result is awaited).
@@ -18,7 +18,14 @@ count events or seasons and always know the total, so they also take a callback 
 """
 
 TimeoutArg: TypeAlias = float | Timeout | None
-"""A timeout as callers give it: seconds, a ``Timeout``, or None for no limit.
+"""A call's ``timeout=``: seconds for the **whole call** (every attempt, pacing hold,
+auth renewal, backoff and tag search), or None for no bound.
 
-Per-call options write ``TimeoutArg | Literal["default"]``: ``"default"`` is the client's.
+A ``Timeout`` here is deprecated (its old per-attempt meaning: it is taken as
+``attempt_timeout`` with a ``DeprecationWarning``). Per-call options write
+``TimeoutArg | Literal["default"]``: ``"default"`` is the client's.
 """
+
+AttemptTimeoutArg: TypeAlias = float | Timeout | None
+"""An ``attempt_timeout=``: the limit of each HTTP exchange within a call: seconds (its
+total), a ``Timeout`` with connect and read parts, or None for none but the call's."""

@@ -6,8 +6,10 @@ output file (``{id, verificationJobId, status, downloadURL, ...}``, POSTed to th
 ``callbackURL`` given at job creation). The service signs nothing; its advice is a
 shared secret in the webhook URL's query string (``https://you.example/webhooks/svc?key=...``),
 which ``WebhookReceiver`` checks in constant time before anything else happens. Parsing
-is pure (``parse_delivery`` and one ``parse_...`` per kind); the receiver answers at once
-and runs each kind's callbacks in background tasks it tracks, drops duplicate
+is pure (``parse_delivery`` and one ``parse_...`` per kind, in ``_webhook_payloads``); the
+receiver reads each body whole (``_webhook_body``), answers once a delivery is queued,
+and runs each kind's callbacks in the background, retrying failed ones
+(``_webhook_delivery``: the dedupe ledger and the dispatcher). It drops duplicate
 deliveries, ignores test deliveries, and wakes ``jobs.wait`` calls of a
 ``Client(..., webhooks=receiver)``. ``feed_sync_state`` lets entry updates advance an
 ``entries.sync`` state, so a later sync does not report them again.
@@ -16,30 +18,58 @@ deliveries, ignores test deliveries, and wakes ``jobs.wait`` calls of a
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import inspect
 import logging
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 import attrs
-import orjson
+import yarl
+from aiohttp.web_log import AccessLogger
 
-from .errors import ResponseDecodeError, WebhookPayloadError, WebhookVerificationError
-from .models import Entry, JobStatus, OutputFile
+from ._webhook_body import BodyRefused, read_body
+from ._webhook_delivery import (
+    DeliveryDispatcher,
+    DeliveryJob,
+    DeliveryKey,
+    DeliveryLedger,
+    LocalDispatcher,
+    MemoryLedger,
+    delivery_key,
+)
+from ._webhook_payloads import (
+    Delivery,
+    EntryCallback,
+    EntryUpdate,
+    JobStatusUpdate,
+    OutputFileCallback,
+    OutputFileUpdate,
+    StatusCallback,
+    describe,
+    feed_sync_state,
+    parse_delivery,
+    parse_entry_update,
+    parse_output_file,
+    parse_status_update,
+)
+from .clock import SYSTEM_CLOCK, Clock
+from .errors import WebhookPayloadError, WebhookVerificationError
+from .redact import redact_url
+from .retry import RetryPolicy
 
 if TYPE_CHECKING:
     from aiohttp import web
-
-    from .sync import SyncState
+    from aiohttp.web_request import BaseRequest
+    from aiohttp.web_response import StreamResponse
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DEFAULT_CALLBACK_RETRY",
     "DEFAULT_PATH",
+    "MAX_BODY",
     "Delivery",
     "EntryCallback",
     "EntryUpdate",
@@ -48,6 +78,7 @@ __all__ = [
     "OutputFileCallback",
     "OutputFileUpdate",
     "ReceiverStats",
+    "RedactedAccessLogger",
     "StatusCallback",
     "Verifier",
     "WebhookPayloadError",
@@ -66,55 +97,8 @@ MAX_BODY = 4 * 1024 * 1024
 """Largest delivery body accepted: a status update is a few dozen bytes, but an entry
 update carries the whole Entry with its songs and licence data."""
 
-_JOB_STATUSES = {s.value: s for s in JobStatus}
-
-
-@attrs.frozen(slots=True, kw_only=True)
-class JobStatusUpdate:
-    """The "Verification Job - Status Update" event: which job, its status, and whether
-    it is a test delivery (``is_test``: never about a real job)."""
-
-    job_id: int
-    status: JobStatus | str
-    is_test: bool = False
-
-
-@attrs.frozen(slots=True, kw_only=True)
-class EntryUpdate:
-    """An entry changed: the full ``entry`` and the event or season it belongs to
-    (exactly one of ``event_id``/``season_id`` is set). ``is_test``: a test delivery."""
-
-    entry: Entry
-    event_id: int | None = None
-    season_id: int | None = None
-    is_test: bool = False
-
-
-@attrs.frozen(slots=True, kw_only=True)
-class OutputFileUpdate:
-    """An output file made for a job (e.g. its muted audio) was POSTed to the job's
-    ``callbackURL``; ``output_file.download_url`` is valid for at most 7 days."""
-
-    output_file: OutputFile
-    is_test: bool = False
-
-    @property
-    def job_id(self) -> int:
-        """The verification job the file was made for."""
-        return self.output_file.verification_job_id
-
-
-Delivery = JobStatusUpdate | EntryUpdate | OutputFileUpdate
-"""Any parsed webhook delivery."""
-
-StatusCallback = Callable[[JobStatusUpdate], Awaitable[None] | None]
-"""A status-update callback: a plain function or a coroutine function."""
-
-EntryCallback = Callable[[EntryUpdate], Awaitable[None] | None]
-"""An entry-update callback: a plain function or a coroutine function."""
-
-OutputFileCallback = Callable[[OutputFileUpdate], Awaitable[None] | None]
-"""An output-file callback: a plain function or a coroutine function."""
+DEFAULT_CALLBACK_RETRY = RetryPolicy(attempts=5, wait_initial=1.0, wait_max=30.0)
+"""How failed callbacks are retried by default: 5 runs, waits of up to 1, 2, 4, 8 s."""
 
 _U = TypeVar("_U", JobStatusUpdate, EntryUpdate, OutputFileUpdate)
 
@@ -123,212 +107,9 @@ Verifier = Callable[["web.Request", bytes], Awaitable[None] | None]
 ``WebhookVerificationError`` to refuse the delivery (for a future signature scheme)."""
 
 
-def _load(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
-    if isinstance(body, Mapping):
-        return body
-    if not isinstance(body, bytes | bytearray | memoryview | str):
-        raise WebhookPayloadError(
-            f"webhook body must be bytes, str or a mapping, got {type(body).__name__}"
-        )
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise WebhookPayloadError(f"webhook body is not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise WebhookPayloadError(f"webhook body must be a JSON object, got {type(data).__name__}")
-    return data
-
-
-def _job_id(value: Any, field: str = "id") -> int:
-    if isinstance(value, bool):
-        raise WebhookPayloadError(f"webhook field {field!r} must be an integer, got a boolean")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if value is None:
-        raise WebhookPayloadError(f"webhook field {field!r} is missing")
-    raise WebhookPayloadError(
-        f"webhook field {field!r} must be an integer, got {type(value).__name__}"
-    )
-
-
-def _positive(value: Any, field: str, is_test: bool) -> int:
-    """An id field: a positive integer (0 allowed in test deliveries)."""
-    number = _job_id(value, field)
-    if number < 0 or (number == 0 and not is_test):
-        raise WebhookPayloadError(f"webhook field {field!r} must be a positive id, got {number}")
-    return number
-
-
-def _is_test(value: Any) -> bool:
-    if value is None or isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise WebhookPayloadError(f"webhook field 'isTest' must be a boolean, got {value!r:.40}")
-
-
-def parse_status_update(
-    body: bytes | str | Mapping[str, Any], headers: Mapping[str, str] | None = None
-) -> JobStatusUpdate:
-    """Parse a status-update delivery (``{"id", "status"}``, maybe ``"isTest": true``).
-
-    ``body`` is the raw body or already-decoded JSON. ``headers`` is accepted for a future
-    signature scheme and not read today. Unknown statuses are kept as plain strings;
-    extra fields are ignored. Raises ``WebhookPayloadError`` for anything else.
-    """
-    del headers  # reserved: the service sends no signature or event-type header yet
-    return _status_update(_load(body))
-
-
-def _status_update(data: Mapping[str, Any]) -> JobStatusUpdate:
-    is_test = _is_test(data.get("isTest"))
-    job_id = _positive(data.get("id"), "id", is_test)
-    status = data.get("status")
-    if not isinstance(status, str) or not status.strip():
-        what = "missing" if status is None else f"not a non-empty string ({type(status).__name__})"
-        raise WebhookPayloadError(f"webhook field 'status' is {what}")
-    status = status.strip()
-    return JobStatusUpdate(job_id=job_id, status=_JOB_STATUSES.get(status, status), is_test=is_test)
-
-
-def _structured(data: Any, tp: type[Any], field: str) -> Any:
-    """``data`` as model ``tp``; a shape that does not fit is a WebhookPayloadError."""
-    if not isinstance(data, Mapping):
-        what = "missing" if data is None else f"not an object ({type(data).__name__})"
-        raise WebhookPayloadError(f"webhook field {field!r} is {what}")
-    from .converter import structure
-
-    try:
-        return structure(dict(data), tp)
-    except ResponseDecodeError as exc:
-        where = (exc.path or "$").replace("$", field, 1)
-        raise WebhookPayloadError(
-            f"webhook field {field!r} is not a valid {tp.__name__} (at {where})"
-        ) from None
-
-
-def parse_entry_update(
-    body: bytes | str | Mapping[str, Any], headers: Mapping[str, str] | None = None
-) -> EntryUpdate:
-    """Parse an entry-update delivery: ``{"entry": {...}, "eventId": N}`` or ``"seasonId"``.
-
-    The entry is structured like an entries answer (``Entry``, unknown keys kept in
-    ``extra``). Raises ``WebhookPayloadError`` when the entry does not fit or when not
-    exactly one of ``eventId``/``seasonId`` is given.
-    """
-    del headers
-    return _entry_update(_load(body))
-
-
-def _entry_update(data: Mapping[str, Any]) -> EntryUpdate:
-    is_test = _is_test(data.get("isTest"))
-    scopes = [key for key in ("eventId", "seasonId") if data.get(key) is not None]
-    if len(scopes) != 1:
-        raise WebhookPayloadError(
-            "webhook entry update must carry exactly one of 'eventId' and 'seasonId'"
-        )
-    scope_id = _positive(data[scopes[0]], scopes[0], is_test)
-    entry: Entry = _structured(data.get("entry"), Entry, "entry")
-    if scopes[0] == "eventId":
-        return EntryUpdate(entry=entry, event_id=scope_id, is_test=is_test)
-    return EntryUpdate(entry=entry, season_id=scope_id, is_test=is_test)
-
-
-def parse_output_file(
-    body: bytes | str | Mapping[str, Any], headers: Mapping[str, str] | None = None
-) -> OutputFileUpdate:
-    """Parse an output-file callback (``{id, verificationJobId, status, downloadURL,
-    operation, fileType}``) into an ``OutputFile``; ``WebhookPayloadError`` otherwise."""
-    del headers
-    return _output_file(_load(body))
-
-
-def _output_file(data: Mapping[str, Any]) -> OutputFileUpdate:
-    is_test = _is_test(data.get("isTest"))
-    _positive(data.get("id"), "id", is_test)
-    _positive(data.get("verificationJobId"), "verificationJobId", is_test)
-    fields = {key: value for key, value in data.items() if key != "isTest"}
-    output: OutputFile = _structured(fields, OutputFile, "outputFile")
-    return OutputFileUpdate(output_file=output, is_test=is_test)
-
-
-_OUTPUT_FILE_KEYS = ("verificationJobId", "operation", "fileType")
-
-
-def parse_delivery(
-    body: bytes | str | Mapping[str, Any], headers: Mapping[str, str] | None = None
-) -> Delivery:
-    """Parse any delivery, telling the kinds apart by shape: ``entry`` makes an entry
-    update, ``verificationJobId`` (or ``operation``/``fileType``) an output file, and
-    anything else must be a status update ``{id, status}``."""
-    del headers
-    data = _load(body)
-    if "entry" in data:
-        return _entry_update(data)
-    if any(key in data for key in _OUTPUT_FILE_KEYS):
-        return _output_file(data)
-    return _status_update(data)
-
-
-def feed_sync_state(state: SyncState, update: EntryUpdate) -> SyncState:
-    """``state`` advanced by an entry update, so the next ``entries.sync`` does not report
-    the delivered version of the entry again (a later change still is).
-
-    Only events the state already tracks are fed: an event never synced is fetched in
-    full by its first sync anyway, and season updates have no sync cursor. Test
-    deliveries change nothing. The state is immutable: use the returned one.
-    """
-    from .sync import SyncState
-
-    if not isinstance(state, SyncState):
-        raise TypeError(f"state must be a SyncState, got {type(state).__name__}")
-    if not isinstance(update, EntryUpdate):
-        raise TypeError(f"update must be an EntryUpdate, got {type(update).__name__}")
-    if update.is_test or update.event_id is None:
-        return state
-    cursor = state.cursor(update.event_id)
-    if cursor is None:
-        return state
-    recording = update.entry.sound_recording
-    stamp = None if recording is None else recording.updated_at
-    # The same (entry id, recording updatedAt) pairs the sync uses to drop repeats; a
-    # version at or before the watermark is not fetched again and needs no record.
-    if cursor.since is not None and (stamp is None or stamp <= cursor.since):
-        return state
-    pair = (update.entry.id, stamp)
-    if pair in cursor.seen:
-        return state
-    events = dict(state.events)
-    events[update.event_id] = attrs.evolve(cursor, seen=cursor.seen | {pair})
-    return attrs.evolve(state, events=events)
-
-
-def _entry_digest(entry: Entry) -> bytes:
-    """A short digest of an entry's content, to tell a re-delivery from a new change."""
-    from .converter import unstructure
-
-    try:
-        raw = orjson.dumps(unstructure(entry), option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        raw = repr(entry).encode()
-    return hashlib.blake2b(raw, digest_size=16).digest()
-
-
-def _dedupe_key(update: Delivery) -> tuple[Hashable, Hashable]:
-    """What makes two deliveries the same: (key, value); same key and value = duplicate."""
-    if isinstance(update, JobStatusUpdate):
-        return ("status", update.job_id, str(update.status)), None
-    if isinstance(update, OutputFileUpdate):
-        output = update.output_file
-        return ("output", output.id, str(output.status)), None
-    scope = (
-        ("event", update.event_id) if update.event_id is not None else ("season", update.season_id)
-    )
-    return ("entry", *scope, update.entry.id), _entry_digest(update.entry)
+async def _settled(value: Any) -> Any:
+    """``value``, awaited first when a ledger or dispatcher answered with an awaitable."""
+    return await value if inspect.isawaitable(value) else value
 
 
 @attrs.define(slots=True)
@@ -338,16 +119,23 @@ class ReceiverStats:
     received: int = 0
     """Every request that reached the handler."""
     rejected: int = 0
-    """Refused: wrong or missing secret, a verifier's refusal, or a bad payload."""
+    """Refused: wrong or missing secret, a verifier's refusal, a bad payload, a body too
+    large (413), too slow (408) or cut short."""
     tests: int = 0
     """Test deliveries (``isTest``), acknowledged and ignored."""
     duplicates: int = 0
     """Re-deliveries (same job id and status; same entry content as the entry's last
-    delivery; same output file status), acknowledged and dropped."""
+    delivery; same output file status) of one handled or in hand, acknowledged and
+    dropped."""
     dispatched: int = 0
     """Real updates handed to callbacks and waiters."""
     callback_errors: int = 0
-    """Callbacks that raised (logged, never propagated)."""
+    """Each time a callback raised (logged, never propagated; retried)."""
+    retries: int = 0
+    """Runs of a delivery's callbacks after a failed run."""
+    given_up: int = 0
+    """Deliveries whose callbacks still failed after the last attempt, or were unfinished
+    when the receiver closed; their redelivery is handled again."""
 
 
 @attrs.define(eq=False)
@@ -383,13 +171,19 @@ class WebhookReceiver:
 
     ``secret`` (a string, or several during a rotation) must equal the ``secret_param``
     query parameter of each delivery (compared with ``hmac.compare_digest``); without it
-    the request gets 401 and nothing is dispatched. ``verifier`` runs next, for a future
-    signature scheme. Accepted deliveries are answered 204 at once (a malformed one 400);
-    callbacks registered with ``on_status_update``, ``on_entry_update`` and
-    ``on_output_file`` run in background tasks (``drain``/``aclose`` wait for them).
-    Duplicates within the last ``dedupe_size`` deliveries are dropped: the same (job id,
-    status); an entry delivered with the same content as its previous delivery; the same
-    output file status. Test deliveries never reach callbacks or waiters.
+    the request gets 401 and nothing is dispatched. The body is then read whole, up to
+    ``MAX_BODY`` bytes (413 beyond), each piece within ``read_timeout`` seconds and all of
+    it within ``body_timeout`` (408 otherwise). ``verifier`` runs next, for a future
+    signature scheme. An accepted delivery is answered 204 once it is queued (a
+    malformed one 400); callbacks registered with ``on_status_update``,
+    ``on_entry_update`` and ``on_output_file`` run in the background (``drain``/``aclose``
+    wait for them), and the ones that raise are run again as ``callback_retry`` says.
+    Duplicates within the last ``dedupe_size`` delivery slots are dropped: the same (job
+    id, status); an entry delivered with the same content as its previous delivery; the
+    same output file status. A delivery counts as seen from its arrival, but is
+    forgotten again if its callbacks are given up, so a redelivery is handled anew. Test
+    deliveries never reach callbacks or waiters. ``clock`` is where the waits between
+    callback attempts run (default: the system clock).
     """
 
     def __init__(
@@ -399,13 +193,23 @@ class WebhookReceiver:
         *,
         verifier: Verifier | None = None,
         dedupe_size: int = 10_000,
+        callback_retry: RetryPolicy = DEFAULT_CALLBACK_RETRY,
+        read_timeout: float = 10.0,
+        body_timeout: float = 60.0,
+        clock: Clock | None = None,
     ) -> None:
         if not isinstance(secret_param, str) or not secret_param:
             raise ValueError("secret_param must be a non-empty string")
-        if isinstance(dedupe_size, bool) or not isinstance(dedupe_size, int) or dedupe_size < 0:
-            raise ValueError("dedupe_size must be a non-negative int")
         if verifier is not None and not callable(verifier):
             raise TypeError("verifier must be callable")
+        if not isinstance(callback_retry, RetryPolicy):
+            raise TypeError("callback_retry must be a RetryPolicy")
+        if clock is not None and not isinstance(clock, Clock):
+            raise TypeError("clock must implement the Clock protocol (now, wall and sleep)")
+        for name, value in (("read_timeout", read_timeout), ("body_timeout", body_timeout)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds")
+        self._ledger: DeliveryLedger = MemoryLedger(dedupe_size)
         self._secrets = _secrets(secret)
         if not self._secrets:
             logger.warning(
@@ -413,12 +217,18 @@ class WebhookReceiver:
             )
         self.secret_param = secret_param
         self._verifier = verifier
-        self._dedupe_size = dedupe_size
-        self._seen: OrderedDict[Hashable, Hashable] = OrderedDict()
+        self.callback_retry = callback_retry
+        self.read_timeout = float(read_timeout)
+        self.body_timeout = float(body_timeout)
+        self.clock: Clock = SYSTEM_CLOCK if clock is None else clock
+        """Where the waits between callback attempts and the drain deadlines run."""
+        self._dispatcher: DeliveryDispatcher = LocalDispatcher(
+            self._attempt, self._finish, policy=callback_retry, clock=self.clock
+        )
         self._callbacks: list[StatusCallback] = []
         self._entry_callbacks: list[EntryCallback] = []
         self._output_callbacks: list[OutputFileCallback] = []
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()  # claims and queueing still settling
         self._subscriptions: dict[int, set[JobSubscription]] = {}
         self._closed = False
         self.stats = ReceiverStats()
@@ -429,7 +239,7 @@ class WebhookReceiver:
         callbacks = len(self._callbacks) + len(self._entry_callbacks) + len(self._output_callbacks)
         return (
             f"<WebhookReceiver {secured} param={self.secret_param!r}"
-            f" callbacks={callbacks} pending={len(self._tasks)}>"
+            f" callbacks={callbacks} pending={self.pending}>"
         )
 
     # ------------------------------------------------------------ registration
@@ -491,7 +301,7 @@ class WebhookReceiver:
         return ok
 
     async def handle(self, request: web.Request) -> web.Response:
-        """The aiohttp handler: check, parse, acknowledge, then dispatch in the background."""
+        """The aiohttp handler: check, read, parse, queue, acknowledge."""
         from aiohttp import web
 
         self.stats.received += 1
@@ -504,13 +314,10 @@ class WebhookReceiver:
             return web.Response(status=401, text="unauthorized")
         if self._closed:
             return web.Response(status=503, headers={"Retry-After": "5"})
-        if request.content_length is not None and request.content_length > MAX_BODY:
+        body = await self._read(request)
+        if isinstance(body, web.Response):  # refused: too large, too slow or cut short
             self.stats.rejected += 1
-            return web.Response(status=413)
-        body = await request.content.read(MAX_BODY + 1)
-        if len(body) > MAX_BODY:
-            self.stats.rejected += 1
-            return web.Response(status=413)
+            return body
         try:
             if self._verifier is not None:
                 verdict = self._verifier(request, body)
@@ -525,69 +332,142 @@ class WebhookReceiver:
             self.stats.rejected += 1
             logger.warning("webhook with a bad payload (%s): %s", request.path, exc)
             return web.Response(status=400, text=str(exc))
-        self.dispatch(update)
+        await self.accept(update)
         return web.Response(status=204)
 
+    async def _read(self, request: web.Request) -> bytes | web.Response:
+        """The whole body, or the answer refusing it (the connection is then closed)."""
+        from aiohttp import web
+
+        body: bytes | BodyRefused
+        if request.content_length is not None and request.content_length > MAX_BODY:
+            body = BodyRefused(status=413, reason=f"body over {MAX_BODY} bytes")
+        else:
+            body = await read_body(
+                request.content,
+                MAX_BODY,
+                read_timeout=self.read_timeout,
+                body_timeout=self.body_timeout,
+            )
+        if isinstance(body, bytes):
+            return body
+        logger.warning("webhook refused (%s): %s", request.path, body.reason)
+        answer = web.Response(status=body.status, text=f"webhook {body.reason}")
+        answer.force_close()
+        return answer
+
+    # ------------------------------------------------------------ dispatching
+
     def dispatch(self, update: Delivery) -> bool:
-        """Hand a parsed delivery to waiters and its kind's callbacks (in a background task).
+        """Hand a parsed delivery to waiters and its kind's callbacks (in the background).
 
         Use it from another web framework once you have checked the secret yourself.
         Returns False when the update was dropped as a test delivery or a duplicate.
+        A ledger that answers later (a shared store) settles in the background, and
+        the update counts as taken (``await accept(update)`` waits for the verdict).
         """
         if update.is_test:
-            self.stats.tests += 1
-            logger.info("webhook test delivery received and ignored")
-            return False
-        if self._is_duplicate(update):
-            self.stats.duplicates += 1
-            logger.debug("duplicate webhook delivery dropped: %s", _describe(update))
-            return False
+            return self._test_delivery()
+        key = delivery_key(update)
+        claimed = self._ledger.claim(key)
+        if inspect.isawaitable(claimed):
+            self._background(self._admit_when(update, key, claimed))
+            return True
+        if not claimed:
+            return self._duplicate(update)
+        queued = self._admit(update, key)
+        if inspect.isawaitable(queued):
+            self._background(_settled(queued))
+        return True
+
+    async def accept(self, update: Delivery) -> bool:
+        """``dispatch``, awaiting the ledger and the queue: True once the update is queued,
+        False when it was a test delivery or a duplicate."""
+        if update.is_test:
+            return self._test_delivery()
+        key = delivery_key(update)
+        return await self._admit_when(update, key, self._ledger.claim(key))
+
+    async def _admit_when(self, update: Delivery, key: DeliveryKey, claimed: Any) -> bool:
+        if not await _settled(claimed):
+            return self._duplicate(update)
+        await _settled(self._admit(update, key))
+        return True
+
+    def _test_delivery(self) -> bool:
+        self.stats.tests += 1
+        logger.info("webhook test delivery received and ignored")
+        return False
+
+    def _duplicate(self, update: Delivery) -> bool:
+        self.stats.duplicates += 1
+        logger.debug("duplicate webhook delivery dropped: %s", describe(update))
+        return False
+
+    def _admit(self, update: Delivery, key: DeliveryKey) -> Awaitable[None] | None:
+        """Wake the waiters and queue the callbacks of a claimed update."""
         self.stats.dispatched += 1
+        callbacks: Sequence[Callable[[Any], Awaitable[None] | None]]
         if isinstance(update, JobStatusUpdate):
             for sub in self._subscriptions.get(update.job_id, ()):
                 sub.update = update
                 sub.event.set()
-            self._start(self._callbacks, update)
+            callbacks = self._callbacks
         elif isinstance(update, EntryUpdate):
-            self._start(self._entry_callbacks, update)
+            callbacks = self._entry_callbacks
         else:
-            self._start(self._output_callbacks, update)
-        return True
+            callbacks = self._output_callbacks
+        if not callbacks:
+            return self._ledger.complete(key)
+        return self._dispatcher.submit(DeliveryJob(key=key, update=update, todo=list(callbacks)))
 
-    def _start(
-        self, callbacks: Sequence[Callable[[_U], Awaitable[None] | None]], update: _U
-    ) -> None:
-        if callbacks:
-            task = asyncio.get_running_loop().create_task(
-                self._run_callbacks(list(callbacks), update)
-            )
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+    def _background(self, work: Awaitable[Any]) -> None:
+        async def settle() -> None:
+            await work
 
-    def _is_duplicate(self, update: Delivery) -> bool:
-        if self._dedupe_size == 0:
-            return False
-        key, value = _dedupe_key(update)
-        if key in self._seen and self._seen[key] == value:
-            self._seen.move_to_end(key)
-            return True
-        self._seen[key] = value
-        self._seen.move_to_end(key)
-        while len(self._seen) > self._dedupe_size:
-            self._seen.popitem(last=False)
-        return False
+        task = asyncio.get_running_loop().create_task(settle())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
-    async def _run_callbacks(
-        self, callbacks: list[Callable[[_U], Awaitable[None] | None]], update: _U
-    ) -> None:
-        for callback in callbacks:
+    async def _attempt(self, job: DeliveryJob) -> bool:
+        """Run the callbacks of ``job`` that have not succeeded yet; True when all have."""
+        if job.attempts > 1:
+            self.stats.retries += 1
+        last = job.attempts >= self.callback_retry.attempts
+        failed = []
+        for callback in job.todo:
             try:
-                result = callback(update)
+                result = callback(job.update)
                 if inspect.isawaitable(result):
                     await result
             except Exception:
                 self.stats.callback_errors += 1
-                logger.exception("webhook callback %r failed for %s", callback, _describe(update))
+                logger.log(
+                    logging.ERROR if last else logging.WARNING,
+                    "webhook callback %r failed for %s (attempt %d of %d)",
+                    callback,
+                    describe(job.update),
+                    job.attempts,
+                    self.callback_retry.attempts,
+                    exc_info=True,
+                )
+                failed.append(callback)
+        job.todo = failed
+        return not failed
+
+    async def _finish(self, job: DeliveryJob, done: bool) -> None:
+        """Settle a job in the ledger: handled, or given up (a redelivery is handled)."""
+        if done:
+            await _settled(self._ledger.complete(job.key))
+            return
+        self.stats.given_up += 1
+        logger.error(
+            "webhook delivery given up after %d attempt(s), %d callback(s) unfinished: %s",
+            job.attempts,
+            len(job.todo),
+            describe(job.update),
+        )
+        await _settled(self._ledger.release(job.key))
 
     # ------------------------------------------------------------ waiters (for jobs.wait)
 
@@ -617,24 +497,26 @@ class WebhookReceiver:
 
     @property
     def pending(self) -> int:
-        """Callback tasks still running."""
-        return len(self._tasks)
+        """Deliveries whose callbacks are still queued, running or waiting to retry."""
+        return len(self._tasks) + self._dispatcher.pending
 
     async def drain(self, timeout: float | None = None) -> None:
-        """Wait until the callbacks started so far have finished (or ``timeout`` passes)."""
+        """Wait until the deliveries taken so far are done or given up (or ``timeout``)."""
+        end = None if timeout is None else self.clock.now() + timeout
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=timeout)
+        await self._dispatcher.drain(None if end is None else max(0.0, end - self.clock.now()))
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
-        """Refuse new deliveries (503), let running callbacks finish, cancel stragglers."""
+        """Refuse new deliveries (503), let running callbacks finish, give up stragglers."""
         self._closed = True
-        tasks = set(self._tasks)
-        if tasks:
-            _, late = await asyncio.wait(tasks, timeout=timeout)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.wait(late)
+        end = None if timeout is None else self.clock.now() + timeout
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
+        left = None if end is None else max(0.0, end - self.clock.now())
+        await self._dispatcher.aclose(left)
+        for task in set(self._tasks):
+            task.cancel()
 
     async def __aenter__(self) -> Self:
         return self
@@ -648,14 +530,37 @@ class WebhookReceiver:
         await self.aclose()
 
 
-def _describe(update: Delivery) -> str:
-    """A log-safe one-liner (no download links: they are signed)."""
-    if isinstance(update, JobStatusUpdate):
-        return f"job {update.job_id} ({update.status})"
-    if isinstance(update, OutputFileUpdate):
-        output = update.output_file
-        return f"output file {output.id} of job {output.verification_job_id} ({output.status})"
-    where = (
-        f"event {update.event_id}" if update.event_id is not None else f"season {update.season_id}"
-    )
-    return f"entry {update.entry.id} in {where}"
+class RedactedAccessLogger(AccessLogger):
+    """aiohttp's access log with every query value hidden: the webhook secret rides in
+    the query string. Pass it as ``web.AppRunner(app, access_log_class=...)`` or
+    ``web.run_app(app, access_log_class=...)``; the format options are aiohttp's."""
+
+    def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
+        if request.rel_url.raw_query_string:
+            request = cast("BaseRequest", _RedactedRequest(request))
+        super().log(request, response, time)
+
+
+class _RedactedRequest:
+    """A request as the access log sees it: the same, but its URL's query values hidden."""
+
+    __slots__ = ("_request", "rel_url")
+
+    def __init__(self, request: BaseRequest) -> None:
+        self._request = request
+        self.rel_url = yarl.URL(redact_url(request.rel_url), encoded=True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._request, name)
+
+    @property
+    def path_qs(self) -> str:
+        return self.rel_url.path_qs
+
+    @property
+    def raw_path(self) -> str:
+        return self.rel_url.raw_path_qs
+
+    @property
+    def query_string(self) -> str:
+        return self.rel_url.query_string

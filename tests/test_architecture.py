@@ -98,7 +98,7 @@ ALLOWED = {
     "types": {"transport"},
     "auth": {"errors", "_validate"},
     "ratelimit": {"clock", "errors", "models", "retry"},
-    "pipeline": {"clock", "errors", "models", "ratelimit", "redact", "retry", "transport"},
+    "pipeline": {"auth", "clock", "errors", "models", "ratelimit", "redact", "retry", "transport"},
     "invites": {"_validate"},
     "downloads": {"errors", "redact", "transport", "types"},
 }
@@ -137,6 +137,7 @@ def test_the_resources_send_through_the_pipeline_not_the_transport() -> None:
 PRIVATE_ALLOWED = {
     ("auth", "auth._headers"),  # BearerAuth/HeaderAuth are defined in auth.py itself
     ("client", "view._timeout"),  # with_options: a Client setting up another Client
+    ("client", "view._attempt_timeout"),
     ("client", "view._retry"),
     ("client", "view._resources"),
     ("client", "sys._getframe"),  # where the client was opened, for the unclosed warning

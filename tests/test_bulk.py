@@ -74,7 +74,7 @@ def _client(transport: MockTransport, **kwargs: Any) -> Client:
         token="t",
         transport=transport,
         rate_limit=False,
-        retry=RetryPolicy(max_attempts=1),
+        retry=RetryPolicy(attempts=1),
         **kwargs,
     )
 
@@ -315,7 +315,7 @@ async def test_e2e_per_event_errors_and_server_faults() -> None:
             url,
             token=fake.DEFAULT_TOKEN,
             rate_limit=False,
-            retry=RetryPolicy(max_attempts=2, wait_initial=0.0, wait_max=0.0),
+            retry=RetryPolicy(attempts=2, wait_initial=0.0, wait_max=0.0),
         ) as svc,
     ):
         batches = {b.event_id: b async for b in svc.entries.for_events([*ids, 999])}

@@ -112,12 +112,15 @@ async def test_per_call_and_client_timeouts_reach_the_transport() -> None:
     transport = MockTransport(_ok)
     async with Client("https://v.example", token="t", transport=transport, timeout=12) as svc:
         await svc.seasons.list()
-        await svc.seasons.list(timeout=Timeout(total=3, connect=1, read=2))
-        await svc.with_options(timeout=5).seasons.list()
-    first, second, third = (r.timeout for r in transport.requests)
-    assert first is not None and first.total == 12
+        await svc.seasons.list(attempt_timeout=Timeout(total=3, connect=1, read=2))
+        await svc.with_options(attempt_timeout=5).seasons.list()
+        await svc.with_options(timeout=None).seasons.list()
+    first, second, third, fourth = (r.timeout for r in transport.requests)
+    # No attempt is given more than the call has left of its 12 s.
+    assert first is not None and first.total is not None and 11 < first.total <= 12
     assert second == Timeout(total=3, connect=1, read=2)
     assert third is not None and third.total == 5
+    assert fourth == Timeout(total=30, connect=10)
 
 
 async def test_client_from_another_loop_says_so() -> None:

@@ -25,7 +25,7 @@ from svc_async import (
 from .conftest import load
 from .test_examples import example_request
 
-POLICY = RetryPolicy(max_attempts=4, wait_initial=0.0, wait_max=0.0)
+POLICY = RetryPolicy(attempts=4, wait_initial=0.0, wait_max=0.0)
 
 
 class _Service:
@@ -131,7 +131,7 @@ async def test_503_on_every_attempt_is_a_definite_refusal_not_ambiguous() -> Non
             await svc.jobs.create(example_request())
     assert not isinstance(info.value, AmbiguousCreateError)
     assert info.value.status == 503
-    assert service.creates == POLICY.max_attempts  # then it stops: attempts spent
+    assert service.creates == POLICY.attempts  # then it stops: attempts spent
     assert service.searches == 0  # nothing was processed, so nothing to look for
     assert service.jobs == []
 
@@ -160,10 +160,10 @@ async def test_duplicates_are_reported_and_the_first_returned(
 
 async def test_unresolved_ambiguity_raises_with_the_tag() -> None:
     service = _Service(["reset-after"] * 10, search_lag=1000)
-    deadline = RetryPolicy(max_attempts=4, wait_initial=0.0, wait_max=0.0, timeout=1.0)
+    quick = RetryPolicy(attempts=4, wait_initial=0.0, wait_max=0.0)
     async with _client(service) as svc:
         with pytest.raises(AmbiguousCreateError) as info:
-            await svc.jobs.create(example_request(), retry=deadline)
+            await svc.jobs.create(example_request(), retry=quick, timeout=1.0)
     assert info.value.tag.startswith("svc-async-create:")
     assert all(info.value.tag in j["tags"] for j in service.jobs)
     assert service.creates == 1  # searched until the deadline, never sent again
@@ -214,8 +214,10 @@ async def test_a_failing_search_never_leads_to_a_second_post() -> None:
         return original(request)
 
     transport = MockTransport(handler)
-    deadline = RetryPolicy(max_attempts=4, wait_initial=0.0, wait_max=0.0, timeout=1.0)
-    async with Client("https://v.example", token="t", transport=transport, retry=deadline) as svc:
+    quick = RetryPolicy(attempts=4, wait_initial=0.0, wait_max=0.0)
+    async with Client(
+        "https://v.example", token="t", transport=transport, retry=quick, timeout=1.0
+    ) as svc:
         with pytest.raises(AmbiguousCreateError) as info:
             await svc.jobs.create(example_request())
     assert service.creates == 1

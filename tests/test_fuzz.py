@@ -89,7 +89,7 @@ def _run(call: Call, body: bytes) -> None:
     async def go() -> None:
         transport = MockTransport(lambda request: Response(status=200, content=body))
         async with Client(
-            "https://x.example", token="t", transport=transport, retry=RetryPolicy(max_attempts=1)
+            "https://x.example", token="t", transport=transport, retry=RetryPolicy(attempts=1)
         ) as svc:
             try:
                 await call(svc)

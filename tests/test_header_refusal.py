@@ -35,7 +35,7 @@ from .test_examples import example_request
 
 SECRET = "s3cr3t-value"
 BAD = [f"{SECRET}\r\nX-Evil: 1", f"{SECRET}\n", f"{SECRET}\x00", f"\r{SECRET}", f"{SECRET}\x7f"]
-POLICY = RetryPolicy(max_attempts=4, wait_initial=0.001, wait_max=0.002, timeout=5.0)
+POLICY = RetryPolicy(attempts=4, wait_initial=0.001, wait_max=0.002)
 
 
 def _no_secret(exc: BaseException) -> None:

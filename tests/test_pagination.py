@@ -82,7 +82,7 @@ class SearchService:
 
 def _client(transport: MockTransport) -> Client:
     return Client(
-        API, token="t", transport=transport, rate_limit=False, retry=RetryPolicy(max_attempts=1)
+        API, token="t", transport=transport, rate_limit=False, retry=RetryPolicy(attempts=1)
     )
 
 

@@ -33,7 +33,7 @@ from svc_async.converter import structure
 
 from .conftest import load
 
-NO_RETRY = RetryPolicy(max_attempts=1)
+NO_RETRY = RetryPolicy(attempts=1)
 
 
 def _entries() -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from svc_async.errors import (
 from svc_async.pipeline import Action, Decision, decide, outcome_of
 from svc_async.retry import RetryBudget, RetryPolicy
 
-POLICY = RetryPolicy(max_attempts=4, timeout=10.0, max_server_wait=60.0)
+POLICY = RetryPolicy(attempts=4, max_server_wait=60.0)
 BUDGET = RetryBudget()
 
 
@@ -141,7 +141,7 @@ TABLE: list[tuple[str, int | None, Any, dict[str, Any], Action, float | None]] =
         1.5,
     ),
     (
-        "429 counts against max_attempts",
+        "429 counts against attempts",
         429,
         _api(429),
         {"attempt": 4, "headers": {"Retry-After": "1"}},
@@ -354,7 +354,7 @@ def test_outcome_marks_only_refusals_unprocessed() -> None:
 
 
 def test_a_429_is_not_retried_when_the_policy_turns_retries_off() -> None:
-    off = RetryPolicy(max_attempts=1, timeout=10.0)
+    off = RetryPolicy(attempts=1)
     assert _decide(429, _api(429), policy=off).action is Action.RAISE
     assert _decide(429, _api(429), attempt=3).action is Action.RETRY
     assert _decide(429, _api(429), attempt=4).action is Action.RAISE
@@ -379,7 +379,7 @@ def test_a_refusal_without_a_usable_wait_is_never_retried_at_once(
     attempt: int, value: str | None
 ) -> None:
     headers = {} if value is None else {"Retry-After": value}
-    policy = RetryPolicy(max_attempts=4, timeout=None)
+    policy = RetryPolicy(attempts=4)
     for draw in (0.0, 0.3, 1.0):  # the backoff's jitter anywhere in [0, ceiling]
         backoff = draw * policy.ceiling(attempt)
         decision = _decide(

@@ -59,8 +59,7 @@ def _rate(remaining: int, reset: str, limit: int = 10) -> dict[str, str]:
 @pytest.mark.parametrize("reset", ["60", "3600"])
 async def test_pacing_that_cannot_fit_the_deadline_raises_at_once(reset: str) -> None:
     transport = MockTransport(lambda r: json_response([], headers=_rate(0, reset)))
-    policy = RetryPolicy(timeout=5)
-    async with Client("https://v.example", token="t", transport=transport, retry=policy) as svc:
+    async with Client("https://v.example", token="t", transport=transport, timeout=5) as svc:
         await svc.seasons.list()  # learns: budget spent until the window resets
         start = time.monotonic()
         with pytest.raises(RateLimitError) as info:
@@ -115,8 +114,7 @@ async def test_cut_off_create_under_search_lag_makes_exactly_one_job(lag: float)
         fake.faults = FaultConfig(
             create_cut_off=1.0, max_faults=1, paths=("/api/public/v1/verification-job",)
         )
-        policy = RetryPolicy(timeout=lag + 6)
-        async with Client(url, token=TOKEN, retry=policy) as svc:
+        async with Client(url, token=TOKEN, timeout=lag + 6) as svc:
             job = await svc.jobs.create(example_request())
         created = [k for k in fake.jobs if k not in before]
         assert created == [job.id]
@@ -130,7 +128,7 @@ async def test_an_index_slower_than_the_deadline_gives_ambiguous_never_a_second_
         fake.faults = FaultConfig(
             create_cut_off=1.0, max_faults=1, paths=("/api/public/v1/verification-job",)
         )
-        async with Client(url, token=TOKEN, retry=RetryPolicy(timeout=2)) as svc:
+        async with Client(url, token=TOKEN, timeout=2) as svc:
             start = time.monotonic()
             with pytest.raises(AmbiguousCreateError) as info:
                 await svc.jobs.create(example_request())
@@ -149,7 +147,7 @@ async def test_many_cut_off_creates_under_lag_are_each_a_job_or_ambiguous() -> N
         fake.faults = FaultConfig(
             create_cut_off=0.3, create_503_before=0.1, paths=("/api/public/v1/verification-job",)
         )
-        async with Client(url, token=TOKEN, retry=RetryPolicy(timeout=6)) as svc:
+        async with Client(url, token=TOKEN, timeout=6) as svc:
             results = await asyncio.gather(
                 *(svc.jobs.create(example_request()) for _ in range(40)), return_exceptions=True
             )
@@ -263,10 +261,9 @@ async def test_two_clients_sharing_one_budget_fail_no_call() -> None:
 
             await asyncio.gather(*(one() for _ in range(n)))
 
-        policy = RetryPolicy(timeout=60)
         async with (
-            Client(url, token=TOKEN, retry=policy) as a,
-            Client(url, token=TOKEN, retry=policy) as b,
+            Client(url, token=TOKEN, timeout=60) as a,
+            Client(url, token=TOKEN, timeout=60) as b,
         ):
             await asyncio.gather(worker(a, 120), worker(b, 120))
         assert failures == []
@@ -279,7 +276,7 @@ from svc_async import Client, RetryPolicy
 
 async def main(url: str, token: str) -> None:
     failed = 0
-    async with Client(url, token=token, retry=RetryPolicy(timeout=60)) as svc:
+    async with Client(url, token=token, timeout=60) as svc:
         sem = asyncio.Semaphore(8)
 
         async def one() -> None:
@@ -369,7 +366,7 @@ async def test_secrets_echoed_by_the_server_never_reach_messages(
     }[kind]
     texts: list[str] = []
     async with serve_app(_echo_app(SECRET_TOKEN)) as url:
-        async with Client(url, auth=auth, retry=RetryPolicy(max_attempts=1)) as svc:
+        async with Client(url, auth=auth, retry=RetryPolicy(attempts=1)) as svc:
             for path in ("/json400", "/json401", "/text", "/badjson"):
                 with pytest.raises(Exception) as info:
                     await svc.request("GET", path)

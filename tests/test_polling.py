@@ -138,7 +138,7 @@ async def client_for(timeline: Timeline, **kwargs: Any) -> AsyncIterator[Client]
         token="t0ken",
         transport=transport,
         rate_limit=False,
-        retry=RetryPolicy(max_attempts=1),
+        retry=RetryPolicy(attempts=1),
         **kwargs,
     ) as svc:
         yield svc
@@ -237,7 +237,17 @@ def test_interval_stays_within_jittered_bounds(
     policy = PollPolicy(wait_initial=initial, wait_max=20.0, wait_jitter=jitter)
     base = min(20.0, initial * 1.5 ** (attempt - 1))
     value = policy.interval(attempt, random.Random(seed))
-    assert base * (1 - jitter) - 1e-9 <= value <= base * (1 + jitter) + 1e-9
+    assert base * (1 - jitter) - 1e-9 <= value <= base + 1e-9
+
+
+@given(attempt=st.integers(min_value=1, max_value=50), seed=st.integers())
+def test_wait_jitter_means_the_same_in_both_policies(attempt: int, seed: int) -> None:
+    """One meaning: the fraction of the wait drawn at random below it, never above."""
+    poll = PollPolicy(wait_initial=0.5, wait_exp_base=2.0, wait_max=8.0, wait_jitter=0.5)
+    retry = RetryPolicy(wait_initial=0.5, wait_exp_base=2.0, wait_max=8.0, wait_jitter=0.5)
+    assert poll.interval(attempt, random.Random(seed)) == retry.backoff(
+        attempt, random.Random(seed)
+    )
 
 
 @pytest.mark.parametrize(

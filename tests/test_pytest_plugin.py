@@ -145,7 +145,7 @@ def test_teardown_stops_the_server(pytester: pytest.Pytester) -> None:
 
         @pytest.mark.asyncio
         async def test_second():
-            async with Client(seen["url"], token="t", retry=RetryPolicy(max_attempts=1)) as svc:
+            async with Client(seen["url"], token="t", retry=RetryPolicy(attempts=1)) as svc:
                 with pytest.raises(ConnectError):
                     await svc.seasons.list()
         """,

@@ -614,7 +614,7 @@ def _fake_client(fake: FakeService) -> Client:
         token=FakeService.DEFAULT_TOKEN,
         transport=fake.transport(),
         creation_tags=False,
-        retry=RetryPolicy(max_attempts=1),
+        retry=RetryPolicy(attempts=1),
     )
 
 

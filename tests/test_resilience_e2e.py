@@ -18,7 +18,7 @@ from svc_async.testing import FakeService, FaultConfig
 from .test_examples import example_request
 
 TOKEN = FakeService.DEFAULT_TOKEN
-QUICK = RetryPolicy(max_attempts=8, wait_initial=0.01, wait_max=0.05, timeout=30)
+QUICK = RetryPolicy(attempts=8, wait_initial=0.01, wait_max=0.05)
 
 
 async def _bounded(calls: list[Callable[[], Awaitable[Any]]], limit: int) -> list[Any]:
@@ -61,7 +61,7 @@ def _request(i: int) -> Any:
 async def test_1000_reads_through_faults_are_all_correct() -> None:
     async with FakeService(seed=7, rate_limit=None) as fake, fake.serve() as url:
         async with Client(
-            url, token=TOKEN, retry=QUICK, retry_budget=RetryBudget(capacity=5000)
+            url, token=TOKEN, retry=QUICK, timeout=30, retry_budget=RetryBudget(capacity=5000)
         ) as svc:
             events = await svc.events.list(limit=100)
             expected = {e.id: await svc.entries.for_event(e.id) for e in events}
@@ -86,7 +86,7 @@ async def test_200_concurrent_creates_with_cut_off_answers_create_exactly_200_jo
         fake.faults = FaultConfig(
             create_cut_off=0.10, paths=("/api/public/v1/verification-job",), methods=("POST",)
         )
-        async with Client(url, token=TOKEN, retry=QUICK) as svc:
+        async with Client(url, token=TOKEN, retry=QUICK, timeout=30) as svc:
             jobs = await asyncio.gather(*(svc.jobs.create(_request(i)) for i in range(200)))
         created = {k: v for k, v in fake.jobs.items() if k not in before}
         assert len(created) == 200
@@ -107,9 +107,13 @@ async def test_1000_creates_through_mixed_faults_and_a_lagging_index() -> None:
             paths=("/api/public/v1/verification-job",),
             methods=("POST",),
         )
-        policy = RetryPolicy(max_attempts=6, wait_initial=0.05, wait_max=0.4, timeout=30)
+        policy = RetryPolicy(attempts=6, wait_initial=0.05, wait_max=0.4)
         async with Client(
-            url, token=TOKEN, retry=policy, timeout=Timeout(total=0.3, connect=1)
+            url,
+            token=TOKEN,
+            retry=policy,
+            timeout=30,
+            attempt_timeout=Timeout(total=0.3, connect=1),
         ) as svc:
             jobs = await _bounded(
                 [lambda i=i: svc.jobs.create(_request(i)) for i in range(1000)], 50
@@ -130,7 +134,7 @@ async def test_bulk_read_beyond_the_budget_draws_no_429_and_uses_the_budget() ->
         FakeService(seed=1, rate_limit=(budget, window), demo_data=True) as fake,
         fake.serve() as url,
     ):
-        async with Client(url, token=TOKEN, retry=RetryPolicy(max_attempts=1)) as svc:
+        async with Client(url, token=TOKEN, retry=RetryPolicy(attempts=1)) as svc:
             start = time.monotonic()
             await _bounded([lambda: svc.seasons.list() for _ in range(calls)], 16)
             elapsed = time.monotonic() - start
@@ -146,7 +150,7 @@ async def test_cancelling_half_of_2000_requests_leaks_nothing() -> None:
         fake.faults = FaultConfig(latency=0.002)
         transport = AiohttpTransport(limit=10)
         async with Client(
-            url, token=TOKEN, transport=transport, retry=RetryPolicy(max_attempts=1)
+            url, token=TOKEN, transport=transport, retry=RetryPolicy(attempts=1)
         ) as svc:
             await svc.jobs.get(1)
             baseline = _client_tasks()

@@ -39,7 +39,7 @@ from svc_async.retry import (
 from .conftest import load
 from .test_examples import example_request
 
-FAST = RetryPolicy(max_attempts=4, wait_initial=0.0, wait_max=0.0)
+FAST = RetryPolicy(attempts=4, wait_initial=0.0, wait_max=0.0)
 NOW = 1_700_000_000.0
 
 
@@ -137,12 +137,12 @@ async def test_attempts_are_bounded() -> None:
     async with _client(handler) as svc:
         with pytest.raises(ServerError):
             await svc.seasons.list()
-    assert handler.calls == FAST.max_attempts
+    assert handler.calls == FAST.attempts
 
 
 async def test_retries_off() -> None:
     handler = _Failing(1, exc=ConnectionLostError("reset"))
-    async with _client(handler, retry=RetryPolicy(max_attempts=1)) as svc:
+    async with _client(handler, retry=RetryPolicy(attempts=1)) as svc:
         with pytest.raises(ConnectionLostError):
             await svc.seasons.list()
     assert handler.calls == 1
@@ -150,7 +150,7 @@ async def test_retries_off() -> None:
 
 async def test_per_call_policy_overrides_client_policy() -> None:
     handler = _Failing(2, status=503)
-    async with _client(handler, retry=RetryPolicy(max_attempts=1)) as svc:
+    async with _client(handler, retry=RetryPolicy(attempts=1)) as svc:
         assert await svc.seasons.list(retry=FAST) == []
     assert handler.calls == 3
 
@@ -354,11 +354,11 @@ async def test_deadline_is_not_overshot_by_more_than_one_attempt_timeout() -> No
         await asyncio.sleep(min(request.timeout.total, 0.15))
         raise RequestTimeout("read timeout")
 
-    policy = RetryPolicy(max_attempts=100, wait_initial=0.05, wait_max=0.05, timeout=0.5)
+    policy = RetryPolicy(attempts=100, wait_initial=0.05, wait_max=0.05)
     async with _client(slow, retry=policy) as svc:
         start = time.monotonic()
         with pytest.raises(RequestTimeout):
-            await svc.seasons.list()
+            await svc.seasons.list(timeout=0.5)
         elapsed = time.monotonic() - start
     assert 0.3 <= elapsed <= 0.5 + 0.15 + 0.05
 

@@ -1,7 +1,7 @@
 """A 429 or 503 with no usable wait never becomes a retry storm (a real loopback server).
 
 Ten concurrent calls against a server that refuses every request send at most
-``max_attempts`` requests each, whatever the ``Retry-After`` says: zero, negative, a date
+``attempts`` requests each, whatever the ``Retry-After`` says: zero, negative, a date
 in the past, garbage, a date the client's clock disagrees with. A wait beyond what the
 policy sleeps through raises ``RateLimitError`` at once, however large it is.
 """
@@ -34,7 +34,7 @@ from svc_async.testing import VirtualClock
 from .conftest import serve_app
 
 CALLS = 10
-POLICY = RetryPolicy(max_attempts=3, wait_initial=0.002, wait_max=0.01, timeout=5.0)
+POLICY = RetryPolicy(attempts=3, wait_initial=0.002, wait_max=0.01)
 
 
 def _http_date(offset: float) -> str:
@@ -58,6 +58,7 @@ def _refusing_app(status: int, headers: dict[str, str]) -> tuple[web.Application
 
 async def _ten_calls(url: str, **client: Any) -> list[BaseException | Any]:
     client.setdefault("retry", POLICY)
+    client.setdefault("timeout", 5.0)
     async with Client(url, token="t", **client) as svc:
         return await asyncio.gather(
             *(svc.jobs.get(n) for n in range(1, CALLS + 1)), return_exceptions=True
@@ -85,7 +86,7 @@ NO_USABLE_WAIT = {
 @pytest.mark.parametrize("rate_limit", [False, True], ids=["unpaced", "paced"])
 @pytest.mark.parametrize("status", [429, 503])
 @pytest.mark.parametrize("headers", NO_USABLE_WAIT.values(), ids=NO_USABLE_WAIT.keys())
-async def test_no_usable_wait_sends_at_most_max_attempts_per_call(
+async def test_no_usable_wait_sends_at_most_attempts_per_call(
     headers: Any, status: int, rate_limit: bool
 ) -> None:
     app, hits = _refusing_app(status, headers())
@@ -94,9 +95,9 @@ async def test_no_usable_wait_sends_at_most_max_attempts_per_call(
     expected = RateLimitError if status == 429 else ServerError
     assert all(isinstance(r, expected) for r in results), results
     assert len(hits) == CALLS
-    assert max(hits.values()) <= POLICY.max_attempts, hits
+    assert max(hits.values()) <= POLICY.attempts, hits
     if not rate_limit:  # the pacer may end a call early; alone, each call uses every attempt
-        assert set(hits.values()) == {POLICY.max_attempts}, hits
+        assert set(hits.values()) == {POLICY.attempts}, hits
 
 
 @pytest.mark.parametrize("value", ["100", "172800", str(int(time.time()) + 172800)])
@@ -117,7 +118,7 @@ async def test_a_wait_beyond_max_server_wait_raises_at_once_whatever_its_size(
 
 async def test_a_future_date_beyond_the_deadline_raises_with_its_wait() -> None:
     app, hits = _refusing_app(429, {"Retry-After": _http_date(30)})
-    policy = RetryPolicy(max_attempts=3, wait_initial=0.002, wait_max=0.01, timeout=5.0)
+    policy = RetryPolicy(attempts=3, wait_initial=0.002, wait_max=0.01)
     async with serve_app(app) as url:
         results = await _ten_calls(url, rate_limit=False, retry=policy)
     assert set(hits.values()) == {1}, hits
@@ -168,7 +169,7 @@ async def test_the_default_policy_spaces_refusals_from_a_floor_on_virtual_time(
     assert all(isinstance(r, RateLimitError if status == 429 else ServerError) for r in results)
     assert len(sent) == CALLS
     for times in sent.values():
-        assert len(times) == policy.max_attempts
+        assert len(times) == policy.attempts
         gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
         for attempt, gap in enumerate(gaps, start=1):
             ceiling = policy.ceiling(attempt)

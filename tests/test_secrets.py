@@ -61,7 +61,7 @@ async def test_nothing_secret_reaches_logs_reprs_or_errors(
     texts: list[str] = []
     auth = ApiKeyAuth("key-id", "KEY-SECRET-123")
     transport = MockTransport(_handler())
-    policy = RetryPolicy(max_attempts=3, wait_initial=0, wait_max=0)
+    policy = RetryPolicy(attempts=3, wait_initial=0, wait_max=0)
     async with Client("https://api.example", auth=auth, transport=transport, retry=policy) as svc:
         job = await svc.jobs.get(4)
         for call in (svc.seasons.list(), svc.download(SIGNED, io.BytesIO())):

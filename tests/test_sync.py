@@ -106,7 +106,7 @@ def _client(service: SkewedService) -> Client:
         token="t",
         transport=service.transport,
         rate_limit=False,
-        retry=RetryPolicy(max_attempts=1),
+        retry=RetryPolicy(attempts=1),
     )
 
 

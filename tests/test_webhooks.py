@@ -27,6 +27,7 @@ from svc_async import (
     MockTransport,
     Request,
     Response,
+    RetryPolicy,
     SvcError,
     SyncState,
     WebhookVerificationError,
@@ -40,6 +41,7 @@ from svc_async.webhooks import (
     EntryUpdate,
     JobStatusUpdate,
     OutputFileUpdate,
+    RedactedAccessLogger,
     WebhookPayloadError,
     WebhookReceiver,
     feed_sync_state,
@@ -102,6 +104,73 @@ def test_bad_payloads_raise_a_precise_error(body: Any, message: str) -> None:
     with pytest.raises(WebhookPayloadError, match=message) as info:
         parse_status_update(body)
     assert isinstance(info.value, SvcError)
+
+
+BIG = 2**64 + 1  # orjson would return 1.8446744073709552e19: another id
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "expected"),
+    [
+        (b'{"id": 18446744073709551617, "status": "Processed"}', "job_id", BIG),
+        (
+            b'{"id": 123456789012345678901234567890, "status": "X"}',
+            "job_id",
+            123456789012345678901234567890,
+        ),
+        (b'{"id": "18446744073709551617", "status": "Processed"}', "job_id", BIG),
+        (b'{"id": 42.0, "status": "Processed"}', "job_id", 42),
+        (b'{"id": 5, "status": "Processed", "n": "12345678901234567890123"}', "job_id", 5),
+    ],
+)
+def test_ids_beyond_64_bits_are_read_exactly(body: bytes, field: str, expected: int) -> None:
+    assert getattr(parse_delivery(body), field) == expected
+
+
+def test_big_ids_of_entries_and_output_files_are_exact() -> None:
+    entry = orjson.dumps({**ENTRY, "id": 0}).replace(b'"id":0', b'"id":18446744073709551617')
+    update = parse_entry_update(b'{"entry": ' + entry + b', "seasonId": 36893488147419103233}')
+    assert update.entry.id == BIG and update.season_id == 2**65 + 1
+    output = orjson.dumps({**OUTPUT, "verificationJobId": 1}).replace(
+        b'"verificationJobId":1', b'"verificationJobId":18446744073709551617'
+    )
+    assert parse_output_file(output).job_id == BIG
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"id": 1e20, "status": "Processed"}', "float too large to be an exact id"),
+        (b'{"id": 18446744073709551617.0, "status": "X"}', "float too large"),
+        (b'{"id": -9223372036854775809, "status": "Processed"}', "positive"),
+        (b'{"id": 1' + b"0" * 400 + b', "status": "Processed"}', "not valid JSON"),
+        (
+            b'{"id": 1, "status": "X", "d": '
+            + b"[" * 1000
+            + b"1234567890123456789"
+            + b"]" * 1000
+            + b"}",
+            "nested too deeply",
+        ),
+    ],
+)
+def test_ids_that_cannot_be_exact_are_refused(body: bytes, message: str) -> None:
+    with pytest.raises(WebhookPayloadError, match=message):
+        parse_delivery(body)
+
+
+async def test_a_big_id_reaches_the_callback_exactly_over_loopback() -> None:
+    receiver = WebhookReceiver(SECRET)
+    seen: list[int] = []
+    receiver.on_status_update(lambda u: seen.append(u.job_id))
+    async with serving(receiver) as url:
+        body = b'{"id": 18446744073709551617, "status": "Processed"}'
+        assert await post(url, body, params={"key": SECRET}) == 204
+        assert (
+            await post(url, b'{"id": 1e20, "status": "Processed"}', params={"key": SECRET}) == 400
+        )
+        await receiver.drain()
+    assert seen == [BIG]
 
 
 def test_wrong_body_type() -> None:
@@ -291,7 +360,7 @@ async def test_dedupe_memory_is_bounded() -> None:
         receiver.dispatch(JobStatusUpdate(job_id=job_id, status="Completed"))
     await receiver.drain()
     assert seen == [1, 2, 3, 1]
-    assert len(receiver._seen) == 2
+    assert receiver.stats.duplicates == 1  # only 3 was still in the window of two
     unbounded = WebhookReceiver(SECRET, dedupe_size=0)
     assert unbounded.dispatch(JobStatusUpdate(job_id=1, status="Completed"))
     assert unbounded.dispatch(JobStatusUpdate(job_id=1, status="Completed"))
@@ -375,7 +444,7 @@ async def test_receiver_is_an_async_context_manager() -> None:
 
 
 async def test_callback_errors_are_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
-    receiver = WebhookReceiver(SECRET)
+    receiver = WebhookReceiver(SECRET, callback_retry=RetryPolicy(attempts=1))
     seen: list[int] = []
 
     @receiver.on_status_update
@@ -387,6 +456,7 @@ async def test_callback_errors_are_logged_not_raised(caplog: pytest.LogCaptureFi
         receiver.dispatch(JobStatusUpdate(job_id=9, status="Completed"))
         await receiver.drain()
     assert seen == [9] and receiver.stats.callback_errors == 1
+    assert receiver.stats.given_up == 1
     assert "callback bug" in caplog.text
 
 
@@ -410,6 +480,45 @@ async def test_routes_mount_in_your_own_app() -> None:
         await runner.cleanup()
     with pytest.raises(ValueError):
         receiver.routes("no-slash")
+
+
+@pytest.mark.parametrize("redacted", [False, True])
+async def test_the_access_log_shows_no_secret_with_the_redacted_logger(
+    redacted: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The README's recipe: ``web.AppRunner(app, access_log_class=RedactedAccessLogger)``.
+
+    aiohttp's own access log writes the request line, query string and all.
+    """
+    receiver = WebhookReceiver(SECRET)
+    extra = {"access_log_class": RedactedAccessLogger} if redacted else {}
+    app = receiver.app()
+
+    async def other(request: web.Request) -> web.Response:  # a route that reads its body
+        return web.Response(text=str(len(await request.read())))
+
+    app.router.add_post("/other", other)
+    runner = web.AppRunner(app, shutdown_timeout=0.1, **extra)
+    await runner.setup()
+    caplog.set_level(logging.INFO, logger="aiohttp.access")
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}{DEFAULT_PATH}"
+        assert await post(url, {"id": 1, "status": "Completed"}, params={"key": SECRET}) == 204
+        assert await post(url, {"id": 1}, params={"key": "wrong-" + SECRET}) == 401
+        other_url = url.replace(DEFAULT_PATH, "/other")
+        assert await post(other_url, {"id": 1}, params={"token": SECRET}) == 200
+    finally:
+        await runner.cleanup()
+    lines = [r.getMessage() for r in caplog.records if r.name == "aiohttp.access"]
+    assert len(lines) == 3
+    if not redacted:
+        assert SECRET in lines[0]  # what the recipe used to write to your logs
+        return
+    assert SECRET not in caplog.text
+    assert f"POST {DEFAULT_PATH}?key=[REDACTED] HTTP/1.1" in lines[0] and " 204 " in lines[0]
+    assert " 401 " in lines[1] and "POST /other?token=[REDACTED] HTTP/1.1" in lines[2]
 
 
 # ------------------------------------------------------------------ entry updates and output files
@@ -545,8 +654,10 @@ async def test_entry_and_output_deliveries_obey_the_secret_and_test_rules() -> N
 
 async def test_entry_duplicates_are_dropped_but_changes_and_reverts_are_not() -> None:
     receiver = WebhookReceiver(SECRET)
-    names: list[str] = []
-    receiver.on_entry_update(lambda u: names.append(u.entry.name))
+    names: dict[str, list[str]] = {"event": [], "season": []}
+    receiver.on_entry_update(
+        lambda u: names["event" if u.event_id else "season"].append(u.entry.name)
+    )
     first = {"entry": ENTRY, "eventId": 18}
     renamed = {"entry": _entry(name="Lions"), "eventId": 18}
     same_in_season = {"entry": ENTRY, "seasonId": 3}
@@ -554,7 +665,8 @@ async def test_entry_duplicates_are_dropped_but_changes_and_reverts_are_not() ->
         receiver.dispatch(parse_delivery(payload))
     await receiver.drain()
     # Re-deliveries of the entry's latest content are dropped; a revert is a real change.
-    assert names == ["Leopards", "Lions", "Leopards", "Leopards"]
+    # Deliveries about one entry keep their order (the season's copy is another entry).
+    assert names == {"event": ["Leopards", "Lions", "Leopards"], "season": ["Leopards"]}
     assert receiver.stats.duplicates == 2
 
 
@@ -572,7 +684,7 @@ async def test_output_file_duplicates_are_dropped_by_file_and_status() -> None:
 async def test_callback_failures_are_logged_without_signed_links(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    receiver = WebhookReceiver(SECRET)
+    receiver = WebhookReceiver(SECRET, callback_retry=RetryPolicy(attempts=1))
 
     @receiver.on_output_file
     def broken(update: OutputFileUpdate) -> None:

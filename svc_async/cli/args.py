@@ -231,7 +231,7 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
         type=seconds,
         metavar="SECONDS",
         help="deadline of the whole command, retries and waits included"
-        " (default: none; each request 30)",
+        " (default: none; each call 120, each attempt 30)",
     )
     parser.add_argument(
         "--table", action="store_true", default=False, help="print tables instead of JSON"

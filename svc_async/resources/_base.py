@@ -3,15 +3,44 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Required, TypedDict, Unpack
 
-from ..types import TimeoutArg
+from ..types import AttemptTimeoutArg, TimeoutArg
 
 if TYPE_CHECKING:
     from ..client import Client
     from ..clock import Clock
-    from ..pipeline import Resolver, StreamDecoder
+    from ..pipeline import Decoder, Resolver, StreamDecoder
     from ..retry import RetryPolicy
+
+
+class CallOptions(TypedDict, total=False):
+    """A call's options, declared once: what a sub-client may give ``Send``.
+
+    The pipeline's ``Call`` has a field of each name (``host`` becomes its URL, ``retry``
+    its ``policy``); what is left out takes the client's default.
+    """
+
+    host: Literal["api", "account"]
+    """Which base URL: the verification host (default) or the account host."""
+    idempotent: Required[bool]
+    """Whether the call is safe to repeat (retries may send it again)."""
+    timeout: TimeoutArg | Literal["default"]
+    """Bound of the whole call, in seconds (None: none)."""
+    attempt_timeout: AttemptTimeoutArg | Literal["default"]
+    """Limit of each HTTP exchange (seconds or a ``Timeout``)."""
+    retry: RetryPolicy | None
+    """How failures are retried (None: the client's policy)."""
+    authenticate: bool
+    """Send the client's credentials (False: login and refresh)."""
+    resolve: Resolver | None
+    """Settles an ambiguous failure of a call that is unsafe to repeat."""
+    decode: Decoder | None
+    """Turns a 2xx body into data (None: JSON)."""
+    stream_decode: StreamDecoder | None
+    """Receives a 2xx response streamed, body unread."""
+    reply: bool
+    """Return a ``Reply`` (data and response metadata), not the data alone."""
 
 
 class Send(Protocol):
@@ -22,18 +51,7 @@ class Send(Protocol):
     """
 
     def __call__(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        host: Literal["api", "account"] = "api",
-        idempotent: bool,
-        timeout: TimeoutArg | Literal["default"] = "default",
-        retry: RetryPolicy | None = None,
-        resolve: Resolver | None = None,
-        stream_decode: StreamDecoder | None = None,
-        reply: bool = False,
+        self, method: str, path: str, body: Any = None, /, **options: Unpack[CallOptions]
     ) -> Awaitable[Any]: ...
 
 

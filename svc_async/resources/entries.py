@@ -12,7 +12,7 @@ from .._incremental import Sliced, StreamDecode
 from ..converter import format_timestamp, structure
 from ..models import Entry
 from ..retry import RetryPolicy
-from ..types import TimeoutArg
+from ..types import AttemptTimeoutArg, TimeoutArg
 from ._base import Resource
 
 if TYPE_CHECKING:  # bulk and sync load on first use, to keep `import svc_async` light
@@ -73,11 +73,14 @@ class Entries(Resource):
         updated_after: dt.datetime | None = None,
         fields: Iterable[Mapping[str, Any]] | None = None,
         timeout: TimeoutArg | Literal["default"] = "default",
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> builtins.list[Entry]:
         """Entries of one event; ``updated_after`` (aware datetime) keeps recent changes only."""
         path = EVENT_PATH.format(id=v.positive_id(event_id, "event_id"))
-        return await self._fetch(path, filter_body(updated_after, fields), timeout, retry)
+        return await self._fetch(
+            path, filter_body(updated_after, fields), timeout, attempt_timeout, retry
+        )
 
     async def for_season(
         self,
@@ -86,17 +89,21 @@ class Entries(Resource):
         updated_after: dt.datetime | None = None,
         fields: Iterable[Mapping[str, Any]] | None = None,
         timeout: TimeoutArg | Literal["default"] = "default",
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> builtins.list[Entry]:
         """Entries of one season; filters as for ``for_event``."""
         path = SEASON_PATH.format(id=v.positive_id(season_id, "season_id"))
-        return await self._fetch(path, filter_body(updated_after, fields), timeout, retry)
+        return await self._fetch(
+            path, filter_body(updated_after, fields), timeout, attempt_timeout, retry
+        )
 
     async def _fetch(
         self,
         path: str,
         body: dict[str, Any] | None,
         timeout: TimeoutArg | Literal["default"],
+        attempt_timeout: AttemptTimeoutArg | Literal["default"],
         retry: RetryPolicy | None,
     ) -> builtins.list[Entry]:
         with self._decoder() as decoder:
@@ -106,13 +113,14 @@ class Entries(Resource):
                 body,
                 idempotent=True,
                 timeout=timeout,
+                attempt_timeout=attempt_timeout,
                 retry=retry,
                 stream_decode=decoder,
             )
         return _entries(data)
 
     async def _fetch_path(self, path: str, body: dict[str, Any] | None) -> builtins.list[Entry]:
-        return await self._fetch(path, body, "default", None)
+        return await self._fetch(path, body, "default", "default", None)
 
     async def _fetch_event(
         self, event_id: int, updated_after: dt.datetime | None

@@ -11,7 +11,7 @@ from ..converter import structure
 from ..models import Event
 from ..pagination import iter_offset
 from ..retry import RetryPolicy
-from ..types import TimeoutArg
+from ..types import AttemptTimeoutArg, TimeoutArg
 from ._base import Resource
 
 PATH = "/api/public/v1/event"
@@ -27,6 +27,7 @@ class Events(Resource):
         limit: int | None = None,
         offset: int | None = None,
         timeout: TimeoutArg | Literal["default"] = "default",
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> builtins.list[Event]:
         """One page of events (the service's default page is 25, its maximum 100)."""
@@ -38,7 +39,13 @@ class Events(Resource):
         if organisation_id is not None:
             body["organisationId"] = v.positive_id(organisation_id, "organisation_id")
         data = await self._send(
-            "POST", PATH, body or None, idempotent=True, timeout=timeout, retry=retry
+            "POST",
+            PATH,
+            body or None,
+            idempotent=True,
+            timeout=timeout,
+            attempt_timeout=attempt_timeout,
+            retry=retry,
         )
         return structure(data, builtins.list[Event])
 

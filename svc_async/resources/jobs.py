@@ -27,7 +27,7 @@ from ..models import (
 )
 from ..pagination import iter_counted
 from ..retry import RetryPolicy
-from ..types import TimeoutArg
+from ..types import AttemptTimeoutArg, TimeoutArg
 from ._base import Resource
 
 if TYPE_CHECKING:  # the poller loads on first use, to keep `import svc_async` light
@@ -150,6 +150,7 @@ class Jobs(Resource):
         request: JobRequest,
         *,
         timeout: TimeoutArg | Literal["default"] = "default",
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
         creation_tag: bool | None = None,
         idempotency_key: str | None = None,
@@ -161,8 +162,8 @@ class Jobs(Resource):
         with ``creation_tag=False`` or ``Client(creation_tags=False)``). The request is
         re-sent only when the failure proves the service never processed it (refused
         connection, 429, 503 with Retry-After). After any other failure the SDK searches
-        for the tag until it finds the job or the call's deadline (``RetryPolicy.timeout``)
-        passes, then raises ``AmbiguousCreateError`` (with the tag): it never POSTs again.
+        for the tag until it finds the job or the call's ``timeout`` passes, then raises
+        ``AmbiguousCreateError`` (with the tag): it never POSTs again.
 
         With ``idempotency_key`` the tag is derived from the key, and the job carrying it
         is looked up first: a repeat of the same create (e.g. by a restarted process)
@@ -194,6 +195,7 @@ class Jobs(Resource):
                 body,
                 idempotent=False,
                 timeout=timeout,
+                attempt_timeout=attempt_timeout,
                 retry=retry,
                 resolve=resolve,
             )
@@ -239,9 +241,10 @@ class Jobs(Resource):
 
     async def _lookup(self, tag: str, timeout: float | None) -> VerificationJob | None:
         """The job carrying ``tag`` (the lowest id if several), None when none or on error."""
-        policy = None if timeout is None else RetryPolicy(timeout=max(0.05, timeout))
         try:
-            page = await self.search(tags=[tag], limit=10, retry=policy)
+            page = await self.search(
+                tags=[tag], limit=10, timeout="default" if timeout is None else max(0.05, timeout)
+            )
         except SvcError as exc:
             logger.info("search for creation tag failed: %s", type(exc).__name__)
             return None
@@ -274,11 +277,19 @@ class Jobs(Resource):
         job_id: int,
         *,
         timeout: TimeoutArg | Literal["default"] = "default",
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> VerificationJob:
         """One job in full, with its recording and licence data once processed."""
         path = GET_PATH.format(id=v.positive_id(job_id, "job_id"))
-        data = await self._send("GET", path, idempotent=True, timeout=timeout, retry=retry)
+        data = await self._send(
+            "GET",
+            path,
+            idempotent=True,
+            timeout=timeout,
+            attempt_timeout=attempt_timeout,
+            retry=retry,
+        )
         return structure(data, VerificationJob)
 
     async def search(
@@ -291,6 +302,7 @@ class Jobs(Resource):
         limit: int = 25,
         offset: int = 0,
         timeout: TimeoutArg | Literal["default"] = "default",
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> JobSearchResults:
         """One page of jobs carrying ALL ``tags`` (none: every job); ``count`` is the total.
@@ -308,7 +320,13 @@ class Jobs(Resource):
         if organisation is not None:
             body["orgId"] = organisation
         data = await self._send(
-            "POST", SEARCH_PATH, body, idempotent=True, timeout=timeout, retry=retry
+            "POST",
+            SEARCH_PATH,
+            body,
+            idempotent=True,
+            timeout=timeout,
+            attempt_timeout=attempt_timeout,
+            retry=retry,
         )
         return structure(data, JobSearchResults)
 
@@ -365,10 +383,10 @@ class Jobs(Resource):
 
         Finished: Processed, Submitted or Errored (and the legacy Completed/Confirmed), or
         any job with an ``errorMessage``. ``timeout`` bounds the whole wait in seconds,
-        polls and pauses included (default ``policy.timeout``); it is not a per-request
-        limit. ``JobWaitTimeout`` carries the last snapshot. ``on_status`` (sync or async)
-        sees each status change. With ``Client(webhooks=receiver)`` the wait wakes on the
-        job's webhook delivery.
+        polls and pauses included (default ``policy.timeout``), as a call's ``timeout``
+        bounds the whole call; each poll gets only what is left. ``JobWaitTimeout``
+        carries the last snapshot. ``on_status`` (sync or async) sees each status change.
+        With ``Client(webhooks=receiver)`` the wait wakes on the job's webhook delivery.
         """
         from .. import polling
 

@@ -8,7 +8,7 @@ from typing import Literal
 from ..converter import structure
 from ..models import Organisation
 from ..retry import RetryPolicy
-from ..types import TimeoutArg
+from ..types import AttemptTimeoutArg, TimeoutArg
 from ._base import Resource
 
 PATH = "/api/orgs/me"
@@ -21,11 +21,18 @@ class Orgs(Resource):
         self,
         *,
         timeout: TimeoutArg | Literal["default"] = "default",
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> builtins.list[Organisation]:
         """Every organisation the account can access."""
         data = await self._send(
-            "GET", PATH, host="account", idempotent=True, timeout=timeout, retry=retry
+            "GET",
+            PATH,
+            host="account",
+            idempotent=True,
+            timeout=timeout,
+            attempt_timeout=attempt_timeout,
+            retry=retry,
         )
         return structure(data, builtins.list[Organisation])
 

@@ -8,7 +8,7 @@ from typing import Literal
 from ..converter import structure
 from ..models import Season
 from ..retry import RetryPolicy
-from ..types import TimeoutArg
+from ..types import AttemptTimeoutArg, TimeoutArg
 from ._base import Resource
 
 PATH = "/api/public/v1/season"
@@ -21,8 +21,16 @@ class Seasons(Resource):
         self,
         *,
         timeout: TimeoutArg | Literal["default"] = "default",
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> builtins.list[Season]:
         """Every season the account can access."""
-        data = await self._send("GET", PATH, idempotent=True, timeout=timeout, retry=retry)
+        data = await self._send(
+            "GET",
+            PATH,
+            idempotent=True,
+            timeout=timeout,
+            attempt_timeout=attempt_timeout,
+            retry=retry,
+        )
         return structure(data, builtins.list[Season])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 
-from svc_async import Client, Progress, Timeout, TimeoutArg
+from svc_async import AttemptTimeoutArg, Client, Progress, Timeout, TimeoutArg
 
 
 def _bytes(done: int, total: int | None) -> None:
@@ -33,3 +33,10 @@ async def check(svc: Client) -> None:
         await svc.seasons.list(timeout=limit)
         await svc.events.list(timeout=limit)
     Client("https://x.example", token="t", timeout=limit)
+    for each in (2.0, Timeout(total=3.0, connect=1.0), None):
+        per: AttemptTimeoutArg = each
+        await svc.jobs.get(1, timeout=5, attempt_timeout=per)
+        await svc.entries.for_event(1, attempt_timeout=per)
+        await svc.request("GET", "/x", timeout=None, attempt_timeout=per)
+        svc.with_options(timeout=5, attempt_timeout=per)
+    Client("https://x.example", token="t", timeout=120, attempt_timeout=per)

@@ -1,0 +1,295 @@
+"""Webhook payloads: the three kinds of delivery, parsed from raw bodies (pure, no I/O).
+
+A job status update ``{id, status}``, an entry update ``{entry, eventId}`` or
+``{entry, seasonId}`` (the full Entry), and an output file (``{id, verificationJobId,
+status, downloadURL, ...}``). Ids are read exactly: orjson turns an integer beyond 64 bits
+into a float, so a body with such a number is decoded again by the standard library.
+``svc_async.webhooks`` re-exports every public name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+from .errors import ResponseDecodeError, WebhookPayloadError
+from .models import Entry, JobStatus, OutputFile
+
+if TYPE_CHECKING:
+    from .sync import SyncState
+
+_JOB_STATUSES = {s.value: s for s in JobStatus}
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class JobStatusUpdate:
+    """The "Verification Job - Status Update" event: which job, its status, and whether
+    it is a test delivery (``is_test``: never about a real job)."""
+
+    job_id: int
+    status: JobStatus | str
+    is_test: bool = False
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class EntryUpdate:
+    """An entry changed: the full ``entry`` and the event or season it belongs to
+    (exactly one of ``event_id``/``season_id`` is set). ``is_test``: a test delivery."""
+
+    entry: Entry
+    event_id: int | None = None
+    season_id: int | None = None
+    is_test: bool = False
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class OutputFileUpdate:
+    """An output file made for a job (e.g. its muted audio) was POSTed to the job's
+    ``callbackURL``; ``output_file.download_url`` is valid for at most 7 days."""
+
+    output_file: OutputFile
+    is_test: bool = False
+
+    @property
+    def job_id(self) -> int:
+        """The verification job the file was made for."""
+        return self.output_file.verification_job_id
+
+
+Delivery = JobStatusUpdate | EntryUpdate | OutputFileUpdate
+"""Any parsed webhook delivery."""
+
+StatusCallback = Callable[[JobStatusUpdate], Awaitable[None] | None]
+"""A status-update callback: a plain function or a coroutine function."""
+
+EntryCallback = Callable[[EntryUpdate], Awaitable[None] | None]
+"""An entry-update callback: a plain function or a coroutine function."""
+
+OutputFileCallback = Callable[[OutputFileUpdate], Awaitable[None] | None]
+"""An output-file callback: a plain function or a coroutine function."""
+
+_LONG_NUMBER = re.compile(rb"\d{19}")
+"""A run of 19 digits: the body may hold an integer orjson cannot read exactly (beyond
+signed or unsigned 64 bits) and would return as a float."""
+
+_EXACT_FLOAT_LIMIT = 2**53
+"""Floats at or beyond this size are not exact integers: they are refused as ids."""
+
+
+def _load(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(body, Mapping):
+        return body
+    if not isinstance(body, bytes | bytearray | memoryview | str):
+        raise WebhookPayloadError(
+            f"webhook body must be bytes, str or a mapping, got {type(body).__name__}"
+        )
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise WebhookPayloadError(f"webhook body is not valid JSON ({exc.msg})") from None
+    raw = body.encode() if isinstance(body, str) else bytes(body)
+    if _LONG_NUMBER.search(raw):
+        data = _exact(raw)
+    if not isinstance(data, dict):
+        raise WebhookPayloadError(f"webhook body must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _exact(raw: bytes) -> Any:
+    """``raw`` (valid JSON: orjson read it) decoded with every integer exact."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise WebhookPayloadError("webhook body is nested too deeply") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise WebhookPayloadError(f"webhook body holds a number too long to read ({exc})") from None
+
+
+def _job_id(value: Any, field: str = "id") -> int:
+    if isinstance(value, bool):
+        raise WebhookPayloadError(f"webhook field {field!r} must be an integer, got a boolean")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        if abs(value) >= _EXACT_FLOAT_LIMIT:
+            raise WebhookPayloadError(
+                f"webhook field {field!r} is a float too large to be an exact id"
+            )
+        return int(value)
+    if value is None:
+        raise WebhookPayloadError(f"webhook field {field!r} is missing")
+    raise WebhookPayloadError(
+        f"webhook field {field!r} must be an integer, got {type(value).__name__}"
+    )
+
+
+def _positive(value: Any, field: str, is_test: bool) -> int:
+    """An id field: a positive integer (0 allowed in test deliveries)."""
+    number = _job_id(value, field)
+    if number < 0 or (number == 0 and not is_test):
+        raise WebhookPayloadError(f"webhook field {field!r} must be a positive id, got {number}")
+    return number
+
+
+def _is_test(value: Any) -> bool:
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise WebhookPayloadError(f"webhook field 'isTest' must be a boolean, got {value!r:.40}")
+
+
+def parse_status_update(
+    body: bytes | str | Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> JobStatusUpdate:
+    """Parse a status-update delivery (``{"id", "status"}``, maybe ``"isTest": true``).
+
+    ``body`` is the raw body or already-decoded JSON. ``headers`` is accepted for a future
+    signature scheme and not read today. Unknown statuses are kept as plain strings;
+    extra fields are ignored. Raises ``WebhookPayloadError`` for anything else.
+    """
+    del headers  # reserved: the service sends no signature or event-type header yet
+    return _status_update(_load(body))
+
+
+def _status_update(data: Mapping[str, Any]) -> JobStatusUpdate:
+    is_test = _is_test(data.get("isTest"))
+    job_id = _positive(data.get("id"), "id", is_test)
+    status = data.get("status")
+    if not isinstance(status, str) or not status.strip():
+        what = "missing" if status is None else f"not a non-empty string ({type(status).__name__})"
+        raise WebhookPayloadError(f"webhook field 'status' is {what}")
+    status = status.strip()
+    return JobStatusUpdate(job_id=job_id, status=_JOB_STATUSES.get(status, status), is_test=is_test)
+
+
+def _structured(data: Any, tp: type[Any], field: str) -> Any:
+    """``data`` as model ``tp``; a shape that does not fit is a WebhookPayloadError."""
+    if not isinstance(data, Mapping):
+        what = "missing" if data is None else f"not an object ({type(data).__name__})"
+        raise WebhookPayloadError(f"webhook field {field!r} is {what}")
+    from .converter import structure
+
+    try:
+        return structure(dict(data), tp)
+    except ResponseDecodeError as exc:
+        where = (exc.path or "$").replace("$", field, 1)
+        raise WebhookPayloadError(
+            f"webhook field {field!r} is not a valid {tp.__name__} (at {where})"
+        ) from None
+
+
+def parse_entry_update(
+    body: bytes | str | Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> EntryUpdate:
+    """Parse an entry-update delivery: ``{"entry": {...}, "eventId": N}`` or ``"seasonId"``.
+
+    The entry is structured like an entries answer (``Entry``, unknown keys kept in
+    ``extra``). Raises ``WebhookPayloadError`` when the entry does not fit or when not
+    exactly one of ``eventId``/``seasonId`` is given.
+    """
+    del headers
+    return _entry_update(_load(body))
+
+
+def _entry_update(data: Mapping[str, Any]) -> EntryUpdate:
+    is_test = _is_test(data.get("isTest"))
+    scopes = [key for key in ("eventId", "seasonId") if data.get(key) is not None]
+    if len(scopes) != 1:
+        raise WebhookPayloadError(
+            "webhook entry update must carry exactly one of 'eventId' and 'seasonId'"
+        )
+    scope_id = _positive(data[scopes[0]], scopes[0], is_test)
+    entry: Entry = _structured(data.get("entry"), Entry, "entry")
+    if scopes[0] == "eventId":
+        return EntryUpdate(entry=entry, event_id=scope_id, is_test=is_test)
+    return EntryUpdate(entry=entry, season_id=scope_id, is_test=is_test)
+
+
+def parse_output_file(
+    body: bytes | str | Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> OutputFileUpdate:
+    """Parse an output-file callback (``{id, verificationJobId, status, downloadURL,
+    operation, fileType}``) into an ``OutputFile``; ``WebhookPayloadError`` otherwise."""
+    del headers
+    return _output_file(_load(body))
+
+
+def _output_file(data: Mapping[str, Any]) -> OutputFileUpdate:
+    is_test = _is_test(data.get("isTest"))
+    _positive(data.get("id"), "id", is_test)
+    _positive(data.get("verificationJobId"), "verificationJobId", is_test)
+    fields = {key: value for key, value in data.items() if key != "isTest"}
+    output: OutputFile = _structured(fields, OutputFile, "outputFile")
+    return OutputFileUpdate(output_file=output, is_test=is_test)
+
+
+_OUTPUT_FILE_KEYS = ("verificationJobId", "operation", "fileType")
+
+
+def parse_delivery(
+    body: bytes | str | Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> Delivery:
+    """Parse any delivery, telling the kinds apart by shape: ``entry`` makes an entry
+    update, ``verificationJobId`` (or ``operation``/``fileType``) an output file, and
+    anything else must be a status update ``{id, status}``."""
+    del headers
+    data = _load(body)
+    if "entry" in data:
+        return _entry_update(data)
+    if any(key in data for key in _OUTPUT_FILE_KEYS):
+        return _output_file(data)
+    return _status_update(data)
+
+
+def feed_sync_state(state: SyncState, update: EntryUpdate) -> SyncState:
+    """``state`` advanced by an entry update, so the next ``entries.sync`` does not report
+    the delivered version of the entry again (a later change still is).
+
+    Only events the state already tracks are fed: an event never synced is fetched in
+    full by its first sync anyway, and season updates have no sync cursor. Test
+    deliveries change nothing. The state is immutable: use the returned one.
+    """
+    from .sync import SyncState
+
+    if not isinstance(state, SyncState):
+        raise TypeError(f"state must be a SyncState, got {type(state).__name__}")
+    if not isinstance(update, EntryUpdate):
+        raise TypeError(f"update must be an EntryUpdate, got {type(update).__name__}")
+    if update.is_test or update.event_id is None:
+        return state
+    cursor = state.cursor(update.event_id)
+    if cursor is None:
+        return state
+    recording = update.entry.sound_recording
+    stamp = None if recording is None else recording.updated_at
+    # The same (entry id, recording updatedAt) pairs the sync uses to drop repeats; a
+    # version at or before the watermark is not fetched again and needs no record.
+    if cursor.since is not None and (stamp is None or stamp <= cursor.since):
+        return state
+    pair = (update.entry.id, stamp)
+    if pair in cursor.seen:
+        return state
+    events = dict(state.events)
+    events[update.event_id] = attrs.evolve(cursor, seen=cursor.seen | {pair})
+    return attrs.evolve(state, events=events)
+
+
+def describe(update: Delivery) -> str:
+    """A log-safe one-liner (no download links: they are signed)."""
+    if isinstance(update, JobStatusUpdate):
+        return f"job {update.job_id} ({update.status})"
+    if isinstance(update, OutputFileUpdate):
+        output = update.output_file
+        return f"output file {output.id} of job {output.verification_job_id} ({output.status})"
+    where = (
+        f"event {update.event_id}" if update.event_id is not None else f"season {update.season_id}"
+    )
+    return f"entry {update.entry.id} in {where}"
