@@ -1,12 +1,13 @@
-"""Sessions: tests, lint, typecheck, docs, bench (benchmarks write benchmarks/results/*.json)."""
+"""Sessions: tests, lint, typecheck, docs, build, bench (bench writes benchmarks/results/)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "lint", "typecheck", "docs"]
+nox.options.sessions = ["tests", "lint", "typecheck", "docs", "build"]
 nox.options.reuse_existing_virtualenvs = True
 
 BENCH_PEERS = ["msgspec", "pydantic>=2", "httpx"]
@@ -48,6 +49,40 @@ def docs(session: nox.Session) -> None:
     session.env["NO_MKDOCS_2_WARNING"] = "1"
     args = session.posargs or ["--site-dir", str(Path(session.create_tmp()) / "site")]
     session.run("mkdocs", "build", "--strict", *args)
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Build the sdist and wheel, ``twine check`` them, and run the wheel in a clean venv.
+
+    The wheel is installed without the project's other extras into a virtual environment
+    of its own, where ``svc-async --help`` must run. Artifacts go to ``.nox/build/tmp/dist``
+    unless given: ``nox -s build -- --outdir dist``.
+    """
+    session.install("build", "twine")
+    tmp = Path(session.create_tmp())
+    outdir = Path(session.posargs[1]) if session.posargs[:1] == ["--outdir"] else tmp / "dist"
+    for old in outdir.glob("svc_async-*"):
+        old.unlink()
+    session.run("python", "-m", "build", "--outdir", str(outdir))
+    built = sorted(str(p) for p in outdir.glob("svc_async-*"))
+    wheels = [p for p in built if p.endswith(".whl")]
+    if len(built) != 2 or len(wheels) != 1:
+        session.error(f"expected one sdist and one wheel in {outdir}, found {built}")
+    session.run("twine", "check", "--strict", *built)
+    venv = tmp / "clean-venv"
+    session.run("python", "-m", "venv", "--clear", str(venv))
+    bin_dir = venv / ("Scripts" if sys.platform == "win32" else "bin")
+    session.run(
+        str(bin_dir / "python"), "-m", "pip", "install", "--quiet", wheels[0], external=True
+    )
+    session.run(str(bin_dir / "svc-async"), "--help", external=True)
+    session.run(
+        str(bin_dir / "python"),
+        "-c",
+        "import svc_async; print(svc_async.__version__)",
+        external=True,
+    )
 
 
 @nox.session

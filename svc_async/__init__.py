@@ -102,24 +102,28 @@ _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 if TYPE_CHECKING:
     from .bulk import EntryBatch
     from .converter import to_dict
+    from .downloads import DownloadResult
     from .polling import PollPolicy
     from .sync import EventCursor, SyncResult, SyncState
-    from .webhooks import JobStatusUpdate, WebhookReceiver
+    from .webhooks import EntryUpdate, JobStatusUpdate, OutputFileUpdate, WebhookReceiver
 
 _LAZY = {
     "to_dict": "converter",
+    "DownloadResult": "downloads",
     "EntryBatch": "bulk",
     "PollPolicy": "polling",
     "EventCursor": "sync",
     "SyncResult": "sync",
     "SyncState": "sync",
     "JobStatusUpdate": "webhooks",
+    "EntryUpdate": "webhooks",
+    "OutputFileUpdate": "webhooks",
     "WebhookReceiver": "webhooks",
 }
 
 
 def __getattr__(name: str) -> Any:
-    """Load the poller, bulk, sync, webhook and converter names on first use (import time)."""
+    """Load the poller, bulk, sync, webhook, download and converter names on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'svc_async' has no attribute {name!r}")
@@ -155,9 +159,11 @@ __all__ = [
     "ConnectError",
     "ConnectTimeout",
     "ConnectionLostError",
+    "DownloadResult",
     "Entry",
     "EntryBatch",
     "EntryField",
+    "EntryUpdate",
     "Event",
     "EventCursor",
     "ExternalLicense",
@@ -189,6 +195,7 @@ __all__ = [
     "OutputFileRequest",
     "OutputFileStatus",
     "OutputFileType",
+    "OutputFileUpdate",
     "Pacer",
     "PermissionDeniedError",
     "PollPolicy",

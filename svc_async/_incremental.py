@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from .converter import structure
-from .errors import ResponseDecodeError, ResponseTooLargeError
+from .errors import ResponseDecodeError
 from .redact import redact_text
 
 if TYPE_CHECKING:
@@ -358,11 +358,12 @@ class StreamDecode:
     by ``decode_json`` as any call's; the caller structures that data. A big array is
     structured into ``item_type`` in slices, and comes back as a ``Sliced``. Syntax
     errors and cuts raise (the pipeline retries reads); bad values come back in
-    ``Sliced.error``. Use it as a context manager around the call: calls in flight on
-    one loop share the threshold (see ``plan``).
+    ``Sliced.error``. The body cap is the transport's, enforced as the stream is read.
+    Use it as a context manager around the call: calls in flight on one loop share the
+    threshold (see ``plan``).
     """
 
-    __slots__ = ("_loop", "item_type", "max_body", "slice_bytes", "threshold")
+    __slots__ = ("_loop", "item_type", "slice_bytes", "threshold")
 
     def __init__(
         self,
@@ -370,12 +371,10 @@ class StreamDecode:
         *,
         threshold: int | None = None,
         slice_bytes: int | None = None,
-        max_body: int = 256 * 1024 * 1024,
     ) -> None:
         self.item_type = item_type
         self.threshold = STREAM_THRESHOLD if threshold is None else threshold
         self.slice_bytes = SLICE_BYTES if slice_bytes is None else slice_bytes
-        self.max_body = max_body
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def __enter__(self) -> StreamDecode:
@@ -416,14 +415,12 @@ class StreamDecode:
     async def __call__(self, stream: StreamResponse) -> Any:
         """Decode ``stream``'s body: the one-shot data, or a ``Sliced`` for a big array."""
         if not self.plan(stream.headers):
-            return self._one_shot(stream, await _read_all(stream, self.max_body))
+            return self._one_shot(stream, await _read_all(stream.iter_chunks(_CHUNK)))
         chunks = stream.iter_chunks(_CHUNK)
         head: list[bytes] = []
         total = 0
         async for chunk in chunks:
             total += len(chunk)
-            if total > self.max_body:
-                raise _too_large(self.max_body)
             head.append(chunk)
             if total >= self.threshold:
                 break
@@ -431,16 +428,11 @@ class StreamDecode:
             return self._one_shot(stream, b"".join(head))
         first = b"".join(head)
         if not first.lstrip(_WS).startswith(b"["):  # not an array (an object, "{}")
-            return self._one_shot(stream, await _rest(first, chunks, total, self.max_body))
-        max_body = self.max_body
+            return self._one_shot(stream, first + await _read_all(chunks))
 
         async def body() -> AsyncIterator[bytes]:
-            size = total
             yield first
             async for chunk in chunks:
-                size += len(chunk)
-                if size > max_body:
-                    raise _too_large(max_body)
                 yield chunk
 
         try:
@@ -461,29 +453,8 @@ class StreamDecode:
         return decode_json(Response(stream.status, stream.headers, content))
 
 
-async def _read_all(stream: StreamResponse, max_body: int) -> bytes:
-    parts: list[bytes] = []
-    total = 0
-    async for chunk in stream.iter_chunks(_CHUNK):
-        total += len(chunk)
-        if total > max_body:
-            raise _too_large(max_body)
-        parts.append(chunk)
-    return b"".join(parts)
-
-
-async def _rest(first: bytes, chunks: AsyncIterator[bytes], total: int, max_body: int) -> bytes:
-    parts = [first]
-    async for chunk in chunks:
-        total += len(chunk)
-        if total > max_body:
-            raise _too_large(max_body)
-        parts.append(chunk)
-    return b"".join(parts)
-
-
-def _too_large(max_body: int) -> ResponseTooLargeError:
-    return ResponseTooLargeError(f"response body exceeds max_body_size ({max_body} bytes)")
+async def _read_all(chunks: AsyncIterator[bytes]) -> bytes:
+    return b"".join([chunk async for chunk in chunks])
 
 
 _ACTIVE: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()

@@ -8,7 +8,6 @@ and the decoded JSON goes back to the sub-client, which structures it into model
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import random
@@ -27,9 +26,10 @@ from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
+from .fleet import fleet_url
 from .models import RateLimit
-from .pipeline import Call, Env, Tracker, auth_headers, deadline_scope, run
-from .ratelimit import Pacer
+from .pipeline import Call, Env, Tracker, deadline_scope, run
+from .ratelimit import Pacer, Pacing
 from .redact import redact_url
 from .resources._base import CallOptions
 from .resources.entries import Entries
@@ -42,7 +42,9 @@ from .transport import AiohttpTransport, Timeout, Transport
 from .types import AttemptTimeoutArg, Progress
 from .types import TimeoutArg as TimeoutArg  # the old home of the name still works
 
-if TYPE_CHECKING:  # downloads and webhooks load on first use
+if TYPE_CHECKING:  # downloads, webhooks and tracing load on first use
+    from opentelemetry.trace import TracerProvider
+
     from .downloads import DownloadResult
     from .webhooks import WebhookReceiver
 
@@ -125,6 +127,7 @@ class _Shared:
         "budget",
         "clock",
         "env",
+        "fleet",
         "loop",
         "owns_transport",
         "pacer",
@@ -139,11 +142,13 @@ class _Shared:
         transport: Transport,
         owns_transport: bool,
         auth: Auth,
-        pacer: Pacer | None,
+        pacer: Pacing | None,
         budget: RetryBudget,
         rng: random.Random,
         clock: Clock,
     ) -> None:
+        self.fleet: Any = None
+        """The fleet's pacer when there is one (closed with the client)."""
         self.clock = clock
         self.transport = transport
         self.owns_transport = owns_transport
@@ -176,13 +181,22 @@ class Client:
     ``SVC_API_TOKEN`` (or ``SVC_API_KEY_ID`` and ``SVC_API_KEY_SECRET``) only when you
     pass neither ``token`` nor ``auth``. ``clock`` is where every deadline, pacing wait,
     poll and backoff reads the time and sleeps (default: the system clock; tests pass
-    ``svc_async.testing.VirtualClock``).
+    ``svc_async.testing.VirtualClock``). ``tracing=True`` (the ``otel`` extra) runs each
+    call in an OpenTelemetry span of the global tracer provider, or of the
+    ``TracerProvider`` given (see ``svc_async.tracing``). ``fleet`` (default
+    ``SVC_FLEET_URL``) is a Redis URL: every client of the account given it draws from
+    one rate budget.
 
     ``timeout`` (seconds, None: none) bounds each call as a whole: every attempt, pacing
     hold, auth login or renewal, backoff and tag search (default 120 s).
     ``attempt_timeout`` limits each HTTP exchange within a call (seconds or a ``Timeout``
     with connect and read parts; default 30 s, 10 s to connect).
     """
+
+    webhooks: WebhookReceiver | None
+    """The receiver whose deliveries wake ``jobs.wait`` (None: polling only)."""
+    creation_tags: bool
+    """Whether ``jobs.create`` tags each job so an ambiguous create can be found again."""
 
     def __init__(
         self,
@@ -195,12 +209,14 @@ class Client:
         timeout: TimeoutArg = DEFAULT_TIMEOUT,
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
-        rate_limit: bool | Pacer = True,
+        rate_limit: bool | Pacing = True,
         webhooks: WebhookReceiver | None = None,
         user_agent: str | None = None,
         retry_budget: RetryBudget | None = None,
         creation_tags: bool = True,
+        tracing: bool | TracerProvider = False,
         clock: Clock | None = None,
+        fleet: str | None = None,
     ) -> None:
         self._base, self._account = _hosts(base_url, account_url)
         if token is not None and auth is not None:
@@ -217,12 +233,26 @@ class Client:
             clock = SYSTEM_CLOCK
         elif not isinstance(clock, Clock):
             raise TypeError("clock must implement the Clock protocol (now, wall and sleep)")
+        pacer: Pacing | None
         if isinstance(rate_limit, Pacer):
-            pacer: Pacer | None = rate_limit
+            pacer = rate_limit
             if rate_limit.clock is SYSTEM_CLOCK:
                 rate_limit.clock = clock  # one timeline for the pacer and the deadlines
-        else:
+        elif isinstance(rate_limit, bool):
             pacer = Pacer(clock=clock) if rate_limit else None
+        elif isinstance(rate_limit, Pacing):
+            pacer = rate_limit
+        else:
+            raise TypeError("rate_limit must be a bool or a Pacer")
+        fleet = fleet_url(fleet)
+        fleet_pacer = None
+        if fleet is not None and isinstance(pacer, Pacer):
+            from .fleet.budget import FleetPacer
+            from .fleet.store import Store, account_namespace, credential_identity
+
+            namespace = account_namespace(self._base, credential_identity(auth))
+            pacer = fleet_pacer = FleetPacer(Store(fleet, clock=clock), namespace, pacer)
+        trace = _trace_hook(tracing)
         whole, per = _split(timeout, attempt_timeout, stacklevel=2)
         self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
         self._attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT if per == "default" else per
@@ -243,6 +273,7 @@ class Client:
             rng=random.Random(),
             clock=clock,
         )
+        shared.fleet = fleet_pacer
         shared.env = Env(
             transport=shared.transport,
             auth=auth,
@@ -258,11 +289,11 @@ class Client:
             budget=shared.budget,
             rng=shared.rng,
             transport_cuts=getattr(shared.transport, "enforces_timeout", False) is True,
+            trace=trace,
             clock=clock,
         )
         self._headers = headers
         self.webhooks = webhooks
-        """The receiver whose deliveries wake ``jobs.wait`` (None: polling only)."""
         self.creation_tags = creation_tags
         self._resources()
 
@@ -319,6 +350,8 @@ class Client:
             await asyncio.wait(running, timeout=5.0)
         if shared.owns_transport:
             await shared.transport.aclose()
+        if shared.fleet is not None:
+            await shared.fleet.aclose()
 
     @property
     def clock(self) -> Clock:
@@ -427,24 +460,26 @@ class Client:
         ``timeout`` bounds the whole download in seconds (default: none, big files take
         long); ``attempt_timeout`` each exchange (default 10 s to connect, 60 s per read).
         """
-        from .downloads import DownloadEnv, download
+        from .downloads import download
 
         whole, per = _split(timeout, attempt_timeout, stacklevel=2)
         limits = None if per == "default" else per
         seconds = None if whole == "default" else whole
         self._check_usable()
-        env = DownloadEnv(
-            transport=self._shared.transport,
-            auth_headers=functools.partial(auth_headers, self._shared.env),
-            user_agent=self._headers["User-Agent"],
+        work = download(
+            self._shared.env,
+            url,
+            destination,
             api_urls=(self._base, self._account),
+            policy=self._retry,
+            progress=progress,
+            timeout=limits,
         )
         what = f"download of {redact_url(str(url)) if isinstance(url, str | yarl.URL) else url}"
-        work = download(env, url, destination, progress=progress, timeout=limits)
         if seconds is None:
             return await self._tracked(work, what)
         try:
-            # A login the download needs ends by its deadline too.
+            # Every hop, retry, backoff and login of the download ends by its deadline.
             with deadline_scope(self._shared.clock.now() + seconds):
                 async with asyncio.timeout(seconds) as timer:
                     return await self._tracked(work, what)
@@ -487,6 +522,7 @@ class Client:
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            operation="request",
         )
 
     # the pipeline
@@ -530,6 +566,7 @@ class Client:
             stream_decode=options.get("stream_decode"),
             resolve=options.get("resolve"),
             reply=options.get("reply", False),
+            operation=options.get("operation", ""),
         )
         return run(shared.env, call)
 
@@ -561,6 +598,21 @@ class Client:
             base = self._account if host == "account" else self._base
             url = urls[host, path] = yarl.URL(base + path)
         return url
+
+
+def _trace_hook(tracing: object) -> Any:
+    """``Env.trace`` for ``Client(tracing=...)``: None when off (nothing imported)."""
+    if tracing is False:
+        return None
+    if tracing is not True and not callable(getattr(tracing, "get_tracer", None)):
+        raise TypeError("tracing must be True, False or an OpenTelemetry TracerProvider")
+    try:
+        from .tracing import call_tracer
+    except ImportError as exc:
+        raise ImportError(
+            "Client(tracing=...) needs OpenTelemetry: pip install 'svc-async[otel]'"
+        ) from exc
+    return call_tracer(None if tracing is True else tracing)  # type: ignore[arg-type]
 
 
 def _origin_of(frame: Any) -> str:

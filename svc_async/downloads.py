@@ -1,10 +1,16 @@
 """Streaming downloads of signed links (recordings, licence files, logos).
 
-Signed links carry their own credentials in the query string, so the API's
-Authorization header is only sent to the API's own origins and is dropped on any
-redirect to another origin; a redirect from https to http is refused. A path
-destination is written to a temporary file beside it and renamed into place only when
-the whole body has arrived, so an interrupted download leaves nothing behind.
+Each hop of a download is one call through the pipeline, so it has what every call has:
+retries where safe, 401 renewal, pacing, the call's limits, cancellation by ``aclose``.
+The 2xx body is handed to a sink as it streams (never held in memory); a redirect is
+handed back here, and followed by the rules of signed links: they carry their own
+credentials in the query string, so the API's Authorization header is only sent to the
+API's own origins and is dropped on any redirect to another origin; a redirect from
+https to http, or to anything but http(s), is refused. A path destination is written to
+a temporary file beside it and renamed into place only when the whole body has arrived,
+so an interrupted download leaves nothing behind. A retry after part of the body was
+written starts the destination over; a file object that cannot seek back is only
+retried when nothing reached the server (a refused connection, a 429 or 503).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import contextlib
 import inspect
 import os
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,15 +31,18 @@ from .errors import (
     RedirectError,
     SignedURLExpired,
     TransportError,
-    error_class_for,
 )
+from .pipeline import Call, Env, StreamDecoder, run
 from .redact import redact_url
-from .transport import Request, StreamingTransport, Timeout, Transport
+from .retry import RetryPolicy
+from .transport import Response, StreamingTransport, StreamResponse, Timeout
 from .types import Progress as Progress  # the old home of the name still works
 
 CHUNK_SIZE = 256 * 1024
 MAX_REDIRECTS = 5
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+DEFAULT_LIMITS = Timeout(total=None, connect=10.0, read=60.0)
+"""A download's default limits per exchange: no total (big files take long), stalls end it."""
+_ACCEPT_ANY = {"Accept": "*/*"}
 
 
 @attrs.frozen(kw_only=True)
@@ -46,30 +55,27 @@ class DownloadResult:
     path: Path | None = None
 
 
-@attrs.frozen(kw_only=True)
-class DownloadEnv:
-    """What a download needs from its client: transport, credentials and API origins."""
-
-    transport: Transport
-    auth_headers: Callable[[], Awaitable[Mapping[str, str]]]
-    user_agent: str
-    api_urls: tuple[str, ...]
-
-
 def _origin(url: yarl.URL) -> tuple[str, str | None, int | None]:
     return (url.scheme, url.host, url.port)
 
 
 async def download(
-    env: DownloadEnv,
+    env: Env,
     url: str | yarl.URL,
     destination: str | os.PathLike[str] | IO[bytes],
     *,
+    api_urls: tuple[str, ...],
+    policy: RetryPolicy,
     progress: Progress | None = None,
     timeout: Timeout | None = None,
     chunk_size: int = CHUNK_SIZE,
 ) -> DownloadResult:
-    """Stream ``url`` to ``destination`` (a path or a binary file object) in chunks."""
+    """Stream ``url`` to ``destination`` (a path or a binary file object) in chunks.
+
+    ``env`` is the client's pipeline; ``api_urls`` its own hosts (the only ones that get
+    its credentials); ``policy`` its retry rules; ``timeout`` the limits of each exchange.
+    A deadline for the whole download is the caller's (``pipeline.deadline_scope``).
+    """
     target = _parse_url(url)
     if chunk_size <= 0:
         raise ValueError("chunk_size must be positive")
@@ -78,50 +84,120 @@ async def download(
     transport = env.transport
     if not isinstance(transport, StreamingTransport):
         raise TypeError(f"{type(transport).__name__} cannot stream; downloads need stream()")
-    api_origins = {_origin(yarl.URL(u)) for u in env.api_urls}
-    auth_headers: Mapping[str, str] = {}
-    if _origin(target) in api_origins:
-        auth_headers = await env.auth_headers()
-    base = {"User-Agent": env.user_agent, "Accept": "*/*"}
-    limits = timeout or Timeout(total=None, connect=10.0, read=60.0)
+    if isinstance(destination, str | os.PathLike):
+        path = Path(destination)
+        with _replacing(path) as file:
+            sink = _Sink(file, progress, chunk_size)
+            result = await _follow(env, target, sink, api_urls, policy, timeout)
+        return attrs.evolve(result, path=path)
+    sink = _Sink(destination, progress, chunk_size)
+    return await _follow(env, target, sink, api_urls, policy, timeout)
+
+
+async def _follow(
+    env: Env,
+    target: yarl.URL,
+    sink: _Sink,
+    api_urls: tuple[str, ...],
+    policy: RetryPolicy,
+    timeout: Timeout | None,
+) -> DownloadResult:
+    """Run one call per hop, following redirects, until a body has been written."""
+    api_origins = {_origin(yarl.URL(u)) for u in api_urls}
+    authenticate = _origin(target) in api_origins
     for _ in range(MAX_REDIRECTS + 1):
-        headers = {**base, **auth_headers}
-        request = Request("GET", target, headers, None, limits)
-        async with transport.stream(request) as response:
-            status = response.status
-            if status in _REDIRECTS:
-                location = response.headers.get("Location")
-                if not location:
-                    raise RedirectError(status, method="GET", url=redact_url(target))
-                following = target.join(yarl.URL(location))
-                if target.scheme == "https" and following.scheme != "https":
-                    raise TransportError(
-                        f"refusing a redirect from https to {following.scheme}:"
-                        f" {redact_url(following)}"
-                    )
-                if _origin(following) != _origin(target):
-                    auth_headers = {}
-                target = _parse_url(following)
-                continue
-            if status >= 300:
-                raise _download_error(status, response.headers, target, api_origins)
-            total = _content_length(response.headers)
-            content_type = response.headers.get("Content-Type")
-            chunks = response.iter_chunks(chunk_size)
-            if isinstance(destination, str | os.PathLike):
-                path = Path(destination)
-                written = await _to_path(chunks, path, total, progress)
-                return DownloadResult(
-                    url=redact_url(target),
-                    bytes_written=written,
-                    content_type=content_type,
-                    path=path,
-                )
-            written = await _to_file(chunks, destination, total, progress)
-            return DownloadResult(
-                url=redact_url(target), bytes_written=written, content_type=content_type
+        ours = _origin(target) in api_origins
+        hop = Call(
+            method="GET",
+            url=target,
+            content=None,
+            idempotent=sink.rewindable,
+            timeout=None,  # a big file takes what it takes; a caller's deadline still holds
+            attempt_timeout=timeout or DEFAULT_LIMITS,
+            policy=policy,
+            authenticate=authenticate,
+            decode=_redirect,
+            stream_decode=sink.writer(target),
+            headers=_ACCEPT_ANY,
+            redirects=True,
+            service=ours,
+            operation="download",
+        )
+        try:
+            got = await run(env, hop)
+        except PermissionDeniedError as exc:
+            if exc.status == 403 and not ours:
+                raise _expired(exc, target) from None
+            raise
+        if isinstance(got, DownloadResult):
+            return got
+        assert isinstance(got, Response)
+        location = got.headers.get("Location")
+        if not location:
+            raise RedirectError(
+                got.status, headers=got.headers, method="GET", url=redact_url(target)
             )
-    raise TransportError(f"more than {MAX_REDIRECTS} redirects for {redact_url(url)}")
+        following = _redirect_target(got.status, got.headers, target, location)
+        if target.scheme == "https" and following.scheme != "https":
+            raise TransportError(
+                f"refusing a redirect from https to {following.scheme}: {redact_url(following)}"
+            )
+        if _origin(following) != _origin(target):
+            authenticate = False
+        target = following
+    raise TransportError(f"more than {MAX_REDIRECTS} redirects for {redact_url(target)}")
+
+
+def _redirect(response: Response) -> Response:
+    """A redirect's answer, handed back as it came (the pipeline's ``decode`` for a hop)."""
+    return response
+
+
+class _Sink:
+    """Where the body goes; each attempt starts it over from where the download began."""
+
+    __slots__ = ("chunk_size", "file", "progress", "rewindable", "start", "started")
+
+    def __init__(self, file: IO[bytes], progress: Progress | None, chunk_size: int) -> None:
+        self.file = file
+        self.progress = progress
+        self.chunk_size = chunk_size
+        self.start: int | None = None
+        try:
+            if file.seekable():
+                self.start = file.tell()
+        except (AttributeError, OSError, ValueError):
+            self.start = None
+        self.rewindable = self.start is not None
+        self.started = False
+
+    def writer(self, url: yarl.URL) -> StreamDecoder:
+        """The ``stream_decode`` of a hop to ``url``: write the 2xx body, say what was written."""
+
+        async def write(stream: StreamResponse) -> DownloadResult:
+            if self.started and self.start is not None:  # a retry: drop the partial body
+                self.file.seek(self.start)
+                self.file.truncate()
+            self.started = True
+            total = _content_length(stream.headers)
+            chunks = stream.iter_chunks(self.chunk_size, capped=False)  # to disk, not memory
+            written = await _copy(chunks, self.file, total, self.progress)
+            return DownloadResult(
+                url=redact_url(url),
+                bytes_written=written,
+                content_type=stream.headers.get("Content-Type"),
+            )
+
+        return write
+
+
+def _expired(exc: PermissionDeniedError, url: yarl.URL) -> SignedURLExpired:
+    error = SignedURLExpired(exc.status, headers=exc.headers, body=exc.body, url=redact_url(url))
+    error.args = (
+        f"HTTP 403 from {url.host}: the signed link has probably expired;"
+        " read the resource again (e.g. jobs.get or entries.for_event) for a fresh link",
+    )
+    return error
 
 
 def _parse_url(url: str | yarl.URL) -> yarl.URL:
@@ -136,24 +212,38 @@ def _parse_url(url: str | yarl.URL) -> yarl.URL:
     return parsed
 
 
+def _redirect_target(status: int, headers: Any, url: yarl.URL, location: str) -> yarl.URL:
+    """Where a redirect leads: an http(s) URL, or a ``RedirectError`` (never a ValueError)."""
+    try:
+        following: yarl.URL | None = url.join(yarl.URL(location))
+    except (ValueError, TypeError):
+        following = None
+    if following is not None and following.scheme in ("http", "https") and following.host:
+        return following
+    where = "an invalid location"
+    if following is not None and following.scheme:
+        where = f"a {following.scheme}: URL"
+    error = RedirectError(status, headers=headers, method="GET", url=redact_url(url))
+    error.args = (
+        f"HTTP {status} for GET {redact_url(url)} redirects to {where};"
+        " downloads follow http(s) redirects only",
+    )
+    raise error
+
+
 def _content_length(headers: Mapping[str, str]) -> int | None:
+    """The body's size, when Content-Length gives the size of the bytes we are handed.
+
+    A content-encoded body (gzip, br, ...) is handed over decoded, as requests and
+    httpx do; its Content-Length is the encoded size, so the decoded size is unknown.
+    """
+    if headers.get("Content-Encoding", "identity").strip().lower() != "identity":
+        return None
     try:
         value = int(headers.get("Content-Length", ""))
     except ValueError:
         return None
     return value if value >= 0 else None
-
-
-def _download_error(status: int, headers: Any, url: yarl.URL, api_origins: set[Any]) -> Exception:
-    where = redact_url(url)
-    if status == 403 and _origin(url) not in api_origins:
-        error: PermissionDeniedError = SignedURLExpired(status, headers=headers, url=where)
-        error.args = (
-            f"HTTP 403 from {url.host}: the signed link has probably expired;"
-            " read the resource again (e.g. jobs.get or entries.for_event) for a fresh link",
-        )
-        return error
-    return error_class_for(status)(status, headers=headers, method="GET", url=where)
 
 
 async def _report(progress: Progress | None, done: int, total: int | None) -> None:
@@ -163,8 +253,8 @@ async def _report(progress: Progress | None, done: int, total: int | None) -> No
             await result
 
 
-async def _to_file(
-    chunks: Any, file: IO[bytes], total: int | None, progress: Progress | None
+async def _copy(
+    chunks: AsyncIterator[bytes], file: IO[bytes], total: int | None, progress: Progress | None
 ) -> int:
     written = 0
     await _report(progress, 0, total)
@@ -177,12 +267,14 @@ async def _to_file(
     return written
 
 
-async def _to_path(chunks: Any, path: Path, total: int | None, progress: Progress | None) -> int:
+@contextlib.contextmanager
+def _replacing(path: Path) -> Iterator[IO[bytes]]:
+    """A temporary file beside ``path``: renamed into place if the block ends well, else removed."""
     directory = path.parent if str(path.parent) else Path(".")
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as file:
-            written = await _to_file(chunks, file, total, progress)
+        with os.fdopen(fd, "w+b") as file:
+            yield file
         # mkstemp makes the file 0600; a finished download gets the usual umask mode.
         os.chmod(temp_name, 0o666 & ~_umask())
         os.replace(temp_name, path)
@@ -190,7 +282,6 @@ async def _to_path(chunks: Any, path: Path, total: int | None, progress: Progres
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
         raise
-    return written
 
 
 def _umask() -> int:

@@ -330,7 +330,11 @@ class LicenseChecks:
         return out
 
     def failing(self) -> dict[str, CheckResult | str]:
-        """The checks whose result is not ``Accepted``."""
+        """The checks whose result is not ``Accepted``: a dict, as ``results()`` gives them.
+
+        Empty when every check present passed; ask ``Song.license_checks`` for None first
+        (a song not yet checked has no checks at all).
+        """
         return {k: v for k, v in self.results().items() if v != CheckResult.ACCEPTED}
 
 

@@ -12,8 +12,8 @@ Two layers, after gidgethub's sans-I/O split:
 
 A call's body is decoded by its ``decode`` strategy (``decode_json`` by default). A call
 may instead give ``stream_decode``: the pipeline then opens the response as a stream and
-hands a 2xx body to it unread (e.g. an incremental JSON decoder for large answers);
-other statuses are read whole, as usual.
+hands a 2xx body to it unread (an incremental JSON decoder for large answers, a download
+writing to disk); other statuses are read whole, under the transport's body cap.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import functools
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import orjson
@@ -50,7 +50,7 @@ from .errors import (
     error_class_for,
 )
 from .models import RateLimit
-from .ratelimit import Pacer, parse_rate_limit
+from .ratelimit import Pacing, parse_rate_limit
 from .redact import redact_text, redact_url, redact_value
 from .retry import RetryBudget, RetryPolicy, server_wait
 from .transport import Request, Response, StreamingTransport, StreamResponse, Timeout, Transport
@@ -248,6 +248,19 @@ class Reply:
         return self._meta
 
 
+class CallSpan(Protocol):
+    """What a trace of one call hears from the pipeline (``svc_async.tracing``)."""
+
+    def attempt(self, number: int, status: int | None, failure: SvcError | None) -> None:
+        """Attempt ``number`` ended: its HTTP status, or the failure when none came."""
+
+    def paced(self, seconds: float) -> None:
+        """The pacer held the call back for ``seconds`` before an attempt."""
+
+    def retrying(self, attempt: int, wait: float, reason: str) -> None:
+        """Attempt ``attempt`` follows after ``wait`` seconds, because of ``reason``."""
+
+
 @attrs.define(slots=True, kw_only=True)
 class Call:
     """Everything one logical call needs; built by the client from a resource's request.
@@ -274,6 +287,21 @@ class Call:
     resolve: Resolver | None = None
     reply: bool = False
     """Return the ``Reply`` (data and response metadata) rather than the data alone."""
+    operation: str = ""
+    """The SDK call this is (``jobs.get``), named by its sub-client: the name of its span."""
+    span: CallSpan | None = None
+    """The trace that hears this call's attempts, holds and retries (set by ``Env.trace``)."""
+    headers: Mapping[str, str] | None = None
+    """Headers of this call over the client's (a download's ``Accept: */*``)."""
+    redirects: bool = False
+    """Hand a redirect (301, 302, 303, 307, 308) to ``decode`` instead of raising it."""
+    service: bool = True
+    """The URL is the service's own: paced, and its answer observed (rate limit, Date).
+    False for another origin (the storage host of a signed link)."""
+
+
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+"""The statuses a call with ``redirects`` returns rather than raises."""
 
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
@@ -398,7 +426,7 @@ class Env:
     login_policy: RetryPolicy
     default_headers: Mapping[str, str]
     """Sent with every call (User-Agent, Accept); auth and Content-Type are added."""
-    pacer: Pacer | None
+    pacer: Pacing | None
     budget: RetryBudget
     rng: random.Random
     tracker: Tracker = attrs.field(factory=Tracker)
@@ -406,6 +434,8 @@ class Env:
     transport_cuts: bool = False
     """The transport ends each exchange at ``Request.timeout`` itself (it says so with
     ``enforces_timeout = True``); otherwise the pipeline cuts each send off."""
+    trace: Callable[[Env, Call], Awaitable[Any]] | None = None
+    """Runs a call inside a span (``svc_async.tracing``); it calls ``run`` with ``Call.span``."""
     clock: Clock = SYSTEM_CLOCK
     """Deadlines, backoff sleeps and ``Retry-After`` dates are read on this clock."""
     seen: Seen = attrs.field(factory=Seen)
@@ -441,15 +471,9 @@ async def _account_call(env: Env, path: str, body: Mapping[str, Any]) -> Any:
         attempt_timeout=env.login_attempt_timeout,
         policy=env.login_policy,
         authenticate=False,
+        operation="auth." + path.rsplit("/", 1)[-1],
     )
     return await run(env, call)
-
-
-async def auth_headers(env: Env) -> Mapping[str, str]:
-    """The credentials for the next request (logging in first when needed)."""
-    if env.static_auth is not None:
-        return env.static_auth
-    return await env.auth.headers(env.account_call)
 
 
 def request_headers(
@@ -498,8 +522,16 @@ def decode_json(response: Response) -> Any:
         # orjson reads integers beyond 64 bits as floats: decode exactly instead.
         import json
 
-        with contextlib.suppress(ValueError):
+        try:
             data = json.loads(content)
+        except ValueError:
+            pass  # not UTF-8 or a quirk orjson accepts: keep orjson's reading
+        except RecursionError:
+            # The stdlib parser recurses per level; orjson took up to 1,024 of them.
+            raise ResponseDecodeError(
+                f"HTTP {response.status} body is nested too deeply to decode exactly",
+                status=response.status,
+            ) from None
     return data
 
 
@@ -545,6 +577,9 @@ def _bounded(timeout: Timeout, deadline: float | None, now: float) -> Timeout:
     return attrs.evolve(timeout, total=left)
 
 
+_NO_DATA = object()
+
+
 async def _send_streamed(
     transport: StreamingTransport, request: Request, decoder: StreamDecoder
 ) -> tuple[Response, Any]:
@@ -553,10 +588,7 @@ async def _send_streamed(
             data = await decoder(stream)
             return Response(stream.status, stream.headers, b"", request), data
         body = b"".join([chunk async for chunk in stream.iter_chunks(65536)])
-        return Response(stream.status, stream.headers, body, request), None
-
-
-_NO_DATA = object()
+        return Response(stream.status, stream.headers, body, request), _NO_DATA
 
 
 async def _cut_send(env: Env, call: Call, request: Request, when: float) -> tuple[Response, Any]:
@@ -593,6 +625,8 @@ async def run(env: Env, call: Call) -> Any:
     tracked meanwhile; cancelled because the client closed, the call raises
     ``ClientClosedError``.
     """
+    if env.trace is not None and call.span is None:
+        return await env.trace(env, call)
     loop = asyncio.get_running_loop()
     task = asyncio.current_task(loop)
     tracker = env.tracker
@@ -617,8 +651,10 @@ async def run(env: Env, call: Call) -> Any:
             else:
                 auth = await env.auth.headers(env.account_call)
             headers = request_headers(env, auth, has_body)
-            if env.pacer is not None and not env.pacer.admit():
-                await _pace(env.pacer, call, deadline, loop)
+            if call.headers is not None:
+                headers = CIMultiDictProxy(CIMultiDict({**headers, **call.headers}))
+            if env.pacer is not None and call.service and not env.pacer.admit():
+                await _pace(env.pacer, env.clock, call, deadline, loop)
             now = clock.now()
             timeout = call.attempt_timeout
             if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
@@ -642,10 +678,15 @@ async def run(env: Env, call: Call) -> Any:
             except (TransportError, ResponseDecodeError) as exc:
                 failure = exc
             finally:
-                observe(env, response)
+                if call.service:
+                    observe(env, response)
             if response is not None and logger.isEnabledFor(logging.DEBUG):
                 logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
-            if response is not None and 200 <= response.status < 300:
+            if call.span is not None:
+                call.span.attempt(attempt, None if response is None else response.status, failure)
+            if response is not None and (
+                200 <= response.status < 300 or (call.redirects and response.status in REDIRECTS)
+            ):
                 if data is _NO_DATA and failure is None:
                     try:
                         data = (call.decode or decode_json)(response)
@@ -679,10 +720,13 @@ async def run(env: Env, call: Call) -> Any:
         tracker.leave(task)
 
 
-async def _pace(pacer: Pacer, call: Call, deadline: float | None, loop: Any) -> None:
+async def _pace(pacer: Pacing, clock: Clock, call: Call, deadline: float | None, loop: Any) -> None:
     """Wait for the pacer; a wait beyond the deadline raises RateLimitError at once."""
+    start = clock.now()
     try:
         await pacer.acquire(deadline, loop)
+        if call.span is not None:
+            call.span.paced(clock.now() - start)
     except PacingExceedsDeadline as exc:
         error = RateLimitError(429, method=call.method, url=redact_url(call.url))
         error.retry_after = exc.wait
@@ -755,4 +799,6 @@ def _wait_before_retry(call: Call, attempt: int, decision: Decision) -> float:
         decision.reason,
         wait,
     )
+    if call.span is not None:
+        call.span.retrying(attempt + 1, wait, decision.reason)
     return wait

@@ -11,10 +11,12 @@ whole budget without drawing a 429. Before the first response it assumes nothing
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import random
 from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
 
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import PacingExceedsDeadline
@@ -24,11 +26,19 @@ from .retry import parse_reset, parse_retry_after
 _PROBE_WAIT = 1.0
 """Longest the first call of a client holds the others while it learns the budget."""
 
-_SHARED_IN_FLIGHT = 2
-"""Calls a pacer lets be in flight at once once it knows the budget is shared."""
+_FAR = 4
+"""With another spender, calls go unhindered while the estimated budget left is at least
+``_FAR`` times the spenders' calls that may be in flight; nearer its end they spread."""
+
+_ANSWER_WAIT = 1.0
+"""Longest a call waits for an answer that tells the budget (woken by the answer)."""
 
 _MARGIN = 0.05
 """Seconds added after a reset time, to absorb rounding of the reset header."""
+
+_SLACK = 0.001
+"""A slot or window end this close is due now: a shorter sleep may not move the clock
+(a loop's time is coarse, or virtual), and the pacer would spin on it."""
 
 
 def parse_rate_limit(headers: Mapping[str, str], now: float | None = None) -> RateLimit | None:
@@ -52,6 +62,61 @@ def _int(value: str | None) -> int | None:
     except ValueError:
         return None
     return number if number >= 0 else None
+
+
+@runtime_checkable
+class Pacing(Protocol):
+    """What the pipeline asks of pacing: the local ``Pacer`` and a fleet's shared budget.
+
+    ``admit`` counts a call that may go at once (the synchronous fast path); otherwise
+    ``acquire`` waits until it may, raising ``PacingExceedsDeadline`` when that would be
+    past ``deadline``; ``release`` ends the call, learning from its answer's headers.
+    ``release`` is called by the task that admitted the call.
+    """
+
+    def admit(self) -> bool: ...
+
+    async def acquire(
+        self, deadline: float | None = None, loop: asyncio.AbstractEventLoop | None = None
+    ) -> None: ...
+
+    def release(
+        self, headers: Mapping[str, str] | None, status: int | None = None
+    ) -> RateLimit | None: ...
+
+
+class Wakeup:
+    """Waiters that sleep until a deadline or until ``notify`` (an answer came), if sooner.
+
+    Pacing waits on events: an answer may free budget or tell when the window ends, so
+    every waiter looks again when one arrives instead of polling.
+    """
+
+    __slots__ = ("_waiters",)
+
+    def __init__(self) -> None:
+        self._waiters: list[asyncio.Future[None]] = []
+
+    async def wait(self, clock: Clock, timeout: float) -> None:
+        """Return after ``timeout`` seconds on ``clock``, or at the next ``notify``."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        sleeper = asyncio.ensure_future(clock.sleep(max(0.0, timeout)))
+        try:
+            await asyncio.wait((future, sleeper), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            future.cancel()
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(future)
+
+    def notify(self) -> None:
+        """Wake every waiter."""
+        if self._waiters:
+            waiters, self._waiters = self._waiters, []
+            for future in waiters:
+                if not future.done():
+                    future.set_result(None)
 
 
 pacing_logger = logging.getLogger("svc_async.pacing")
@@ -83,9 +148,13 @@ class Pacer:
     burst on a count that may already be stale.
 
     Once the budget is seen to be shared (a 429, or a ``remaining`` below the estimate),
-    calls are spread over what is left of the window (``left / remaining`` apart)
-    instead of sent in a burst, and wake-ups at a window's end are jittered, so clients
-    sharing one budget do not stampede. A wait longer than the caller's deadline raises
+    the pacer estimates how many spenders share it (``spenders``: the calls spent per
+    call of its own). While the budget left is far above what they may have in flight,
+    calls go unhindered; nearer the window's end, they are spread over what is left of it
+    (this client's share: ``remaining / spenders``), wake-ups at a window's end are
+    jittered, and the first call of a new window goes alone to learn what is left, so
+    clients sharing one budget do not stampede. Waits end early when an answer comes
+    (``Wakeup``): nothing polls. A wait longer than the caller's deadline raises
     ``PacingExceedsDeadline`` at once instead of sleeping.
 
     Times are read on ``clock`` (default: the system clock); a ``Client`` makes its
@@ -106,6 +175,9 @@ class Pacer:
         self._sent = 0
         self._verifying = False
         self._probe_started = 0.0
+        self._mine = 0.0
+        self._others = 0.0
+        self._wakeup = Wakeup()
         self.waits = 0
         self.waited = 0.0
 
@@ -117,36 +189,58 @@ class Pacer:
         """True once another client is seen spending the same budget."""
         return self._shared
 
+    @property
+    def spenders(self) -> float:
+        """Estimated spenders of the budget, this client counting one (1.0: alone)."""
+        if not self._shared:
+            return 1.0
+        return max(2.0, 1.0 + self._others / max(1.0, self._mine))
+
     def _hold(self, now: float) -> float:
-        """Seconds the next call must wait (0: it may go now, and it is counted)."""
+        """Seconds the next call must wait (0: it may go now, and it is counted).
+
+        A wait for an answer (the budget's first, or a check) is ended early by it.
+        """
         if self._remaining is None:
-            if self._answered or self._in_flight == 0 or now - self._probe_started > _PROBE_WAIT:
+            probed = now - self._probe_started > _PROBE_WAIT - _SLACK
+            if self._answered or self._in_flight == 0 or probed:
                 if self._in_flight == 0:
                     self._probe_started = now
                 return 0.0
             # Nothing known yet: let the first call learn the budget before a burst (a
             # client joining a budget someone else drained would draw a 429 per call).
-            return 0.005
-        if now >= self._window_end:
+            return self._probe_started + _PROBE_WAIT - now
+        if now >= self._window_end - _SLACK:
             if self._limit is None:
                 self._remaining = None  # no budget known: assume nothing
                 return 0.0
             # The window has reset: the whole budget is back, less the calls in flight.
             self._remaining = max(0, self._limit - self._in_flight)
             self._window_end = math.inf
+            self._mine, self._others = self._mine / 2, self._others / 2  # the past fades
+            if self._shared:
+                self._verifying = True  # others race for it too: one call learns what is left
         if self._remaining > 0:
             if self._verifying and self._in_flight > 0:
-                return 0.005  # someone else spent budget: one call tells if they still do
-            if self._shared and self._in_flight >= _SHARED_IN_FLIGHT:
-                return 0.005  # sharing: few calls in flight, so the answers stay current
-            if self._shared and self._window_end != math.inf and now < self._next_slot:
-                return self._next_slot - now
+                return _ANSWER_WAIT  # someone else spent budget: one call tells if they still do
             if self._shared and self._window_end != math.inf:
-                self._next_slot = now + (self._window_end - now) / (self._remaining + 1)
+                spenders = self.spenders
+                if self._remaining < _FAR * spenders * (self._in_flight + 1):
+                    # Near the window's end: this client's share, spread over what is left.
+                    if now < self._next_slot - _SLACK:
+                        return self._next_slot - now
+                    share = self._remaining / spenders
+                    left = self._window_end - now
+                    if share < 1.0 and self._rng.random() >= share:
+                        # Less than a call's share left: this client takes it with that
+                        # chance, else sits the window out (the spenders' sum: the budget).
+                        self._next_slot = self._window_end
+                        return left
+                    self._next_slot = now + left / (share + 1.0)
             self._remaining -= 1
             return 0.0
         if self._window_end == math.inf:
-            return 0.0 if self._in_flight == 0 else 0.05
+            return 0.0 if self._in_flight == 0 else _ANSWER_WAIT
         delay = self._window_end - now
         if self._shared:
             delay += self._rng.uniform(0.0, min(0.5, 0.05 + 0.1 * delay))
@@ -159,12 +253,14 @@ class Pacer:
         """
         if self._hold(self.clock.now()) > 0.0:
             return False
-        self._count_sent()
+        self.count_sent()
         return True
 
-    def _count_sent(self) -> None:
+    def count_sent(self) -> None:
+        """Count a call admitted elsewhere (a fleet's budget) as in flight."""
         self._in_flight += 1
         self._sent += 1
+        self._mine += 1
 
     async def acquire(
         self, deadline: float | None = None, loop: asyncio.AbstractEventLoop | None = None
@@ -191,8 +287,8 @@ class Pacer:
                 self._log_hold(delay)
             self.waits += 1
             self.waited += delay
-            await clock.sleep(delay)
-        self._count_sent()
+            await self._wakeup.wait(clock, delay)  # an answer may end the wait early
+        self.count_sent()
 
     def _log_hold(self, delay: float) -> None:
         now = self.clock.now()
@@ -213,6 +309,7 @@ class Pacer:
     ) -> RateLimit | None:
         """Count the call as done and learn from its headers (None: no response came)."""
         self._in_flight -= 1
+        self._wakeup.notify()
         if headers is not None:
             self._answered = True
             self._verifying = False  # any answer ends a check; a first one may start it again
@@ -247,14 +344,17 @@ class Pacer:
             self._window_end = end
             if first and self._limit is not None and remaining < self._limit - self._sent:
                 self._verifying = not self._shared
+                self._others += self._limit - self._sent - remaining  # spent before us
         else:
             if remaining < self._remaining:
                 self._shared = True
+                self._others += self._remaining - remaining
             if self._shared:
                 # Calls still in flight may not be counted in this answer yet: with
-                # another spender on the budget, assume they are not, and leave the
-                # last call of the window to whoever else may be racing for it.
-                remaining = max(0, remaining - self._in_flight - 1)
+                # other spenders on the budget, assume they are not, ours nor theirs
+                # (one each).
+                others = max(1, round(self.spenders - 1.0))
+                remaining = max(0, remaining - self._in_flight - others)
             self._remaining = min(self._remaining, remaining)
             self._window_end = min(self._window_end, end)
         return rate

@@ -19,7 +19,8 @@ _SENSITIVE_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"}
 )
 _SENSITIVE_HEADER_PARTS = ("token", "secret", "key", "auth", "signature", "password")
-_URL_RE = re.compile(r"(?i)\b(https?://[^\s'\"<>]+)")
+# A URL ends before trailing punctuation ("to http://host:9: refused", "(see https://x)").
+_URL_RE = re.compile(r"(?i)\b(https?://[^\s'\"<>]+?)(?=[.,:;)\]]*(?:[\s'\"<>]|$))")
 _BEARER_RE = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+")
 _JSON_SECRET_RE = re.compile(
     r"""(?i)(["']?(?:secret|refreshToken|accessToken|token|key|password)["']?\s*[:=]\s*)"""
@@ -68,11 +69,31 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
 
 
 def redact_value(value: Any, secrets: Iterable[str] = ()) -> Any:
-    """Redact every string inside decoded JSON (or a plain string) with ``redact_text``."""
+    """Redact every string inside decoded JSON (or a plain string) with ``redact_text``.
+
+    Walks with a stack of its own rather than by recursion, so a body nested as deep as
+    the JSON parser allows is copied, never a ``RecursionError``.
+    """
+    secrets = tuple(secrets)
     if isinstance(value, str):
         return redact_text(value, secrets)
-    if isinstance(value, dict):
-        return {k: redact_value(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_value(v, secrets) for v in value]
-    return value
+    if not isinstance(value, dict | list):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            if isinstance(item, str):
+                copy: Any = redact_text(item, secrets)
+            elif isinstance(item, dict | list):
+                copy = {} if isinstance(item, dict) else []
+                stack.append((item, copy))
+            else:
+                copy = item
+            if isinstance(target, dict):
+                target[key] = copy
+            else:
+                target.append(copy)
+    return root

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import inspect
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol, runtime_checkable
@@ -112,13 +114,17 @@ def json_response(
 
 
 class StreamResponse(Protocol):
-    """A response whose body is read piece by piece (downloads)."""
+    """A response whose body is read piece by piece (big answers, downloads)."""
 
     status: int
     headers: CIMultiDictProxy[str]
 
-    def iter_chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
-        """Yield the body in chunks of at most ``chunk_size`` bytes."""
+    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
+        """Yield the body in chunks of at most ``chunk_size`` bytes.
+
+        ``capped`` bodies stop with ``ResponseTooLargeError`` past the transport's body
+        cap; only a consumer that keeps nothing in memory (a download to disk) lifts it.
+        """
         ...
 
 
@@ -144,17 +150,59 @@ class StreamingTransport(Transport, Protocol):
         ...
 
 
+def _too_large(limit: int, request: Request, length: int | None = None) -> ResponseTooLargeError:
+    size = "response body" if length is None else f"response body of {length} bytes"
+    where = f"{request.method} {redact_url(request.url)}"
+    return ResponseTooLargeError(
+        f"{size} of {where} exceeds max_body_size ({limit} bytes)", request=request
+    )
+
+
+def _declared_length(resp: aiohttp.ClientResponse) -> int | None:
+    """The body's size from Content-Length, when it is the size of what we read.
+
+    With a Content-Encoding, aiohttp hands over the decoded body and Content-Length is
+    the encoded size: it says nothing about the bytes read.
+    """
+    return None if "Content-Encoding" in resp.headers else resp.content_length
+
+
+async def _capped(
+    resp: aiohttp.ClientResponse,
+    chunks: AsyncIterator[bytes],
+    limit: int | None,
+    request: Request,
+) -> AsyncIterator[bytes]:
+    """The one place a body's size is checked: declared first, then as bytes arrive.
+
+    Counts decoded bytes, so a compressed bomb stops at ``limit`` however small it is
+    on the wire. ``limit=None`` lifts the cap (a download streamed to disk).
+    """
+    if limit is not None:
+        length = _declared_length(resp)
+        if length is not None and length > limit:
+            raise _too_large(limit, request, length)
+    total = 0
+    async for chunk in chunks:
+        total += len(chunk)
+        if limit is not None and total > limit:
+            raise _too_large(limit, request)
+        yield chunk
+
+
 class _AiohttpStream:
-    __slots__ = ("_resp", "headers", "status")
+    __slots__ = ("_limit", "_request", "_resp", "headers", "status")
 
-    def __init__(self, status: int, headers: CIMultiDictProxy[str], resp: Any) -> None:
-        self.status = status
-        self.headers = headers
+    def __init__(self, resp: Any, limit: int, request: Request) -> None:
+        self.status = resp.status
+        self.headers = resp.headers
         self._resp = resp
+        self._limit = limit
+        self._request = request
 
-    async def iter_chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
-        async for chunk in self._resp.content.iter_chunked(chunk_size):
-            yield chunk
+    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
+        chunks = self._resp.content.iter_chunked(chunk_size)
+        return _capped(self._resp, chunks, self._limit if capped else None, self._request)
 
 
 class AiohttpTransport:
@@ -254,7 +302,7 @@ class AiohttpTransport:
             # Awaited directly rather than through ``async with``: one layer less per call.
             resp = await self._open(request)
             try:
-                content = await self._read_body(resp)
+                content = await self._read_body(resp, request)
             finally:
                 resp.release()
             return Response(resp.status, resp.headers, content)
@@ -263,25 +311,12 @@ class AiohttpTransport:
         except Exception as exc:
             raise _wrap_error(exc, request) from None
 
-    async def _read_body(self, resp: aiohttp.ClientResponse) -> bytes:
-        length = resp.content_length
-        encoded = "Content-Encoding" in resp.headers
-        if length is not None and not encoded:
-            if length > self.max_body_size:
-                raise ResponseTooLargeError(
-                    f"response body of {length} bytes exceeds max_body_size ({self.max_body_size})"
-                )
-            return await resp.read()
-        chunks: list[bytes] = []
-        total = 0
-        async for chunk in resp.content.iter_any():
-            total += len(chunk)
-            if total > self.max_body_size:
-                raise ResponseTooLargeError(
-                    f"response body exceeds max_body_size ({self.max_body_size} bytes)"
-                )
-            chunks.append(chunk)
-        return b"".join(chunks)
+    async def _read_body(self, resp: aiohttp.ClientResponse, request: Request) -> bytes:
+        length = _declared_length(resp)
+        if length is not None and length <= self.max_body_size:
+            return await resp.read()  # one read of a body of known, allowed size
+        chunks = _capped(resp, resp.content.iter_any(), self.max_body_size, request)
+        return b"".join([chunk async for chunk in chunks])
 
     @asynccontextmanager
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
@@ -293,7 +328,7 @@ class AiohttpTransport:
         except Exception as exc:
             raise _wrap_error(exc, request) from None
         try:
-            yield _AiohttpStream(resp.status, resp.headers, resp)
+            yield _AiohttpStream(resp, self.max_body_size, request)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _wrap_error(exc, request) from None
         finally:
@@ -333,6 +368,40 @@ def _abandon(session: aiohttp.ClientSession) -> None:
             connector._closed = True
 
 
+_CONNECT_REASONS = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ECONNRESET: "connection reset",
+    errno.ETIMEDOUT: "connection timed out",
+    errno.ENETUNREACH: "network is unreachable",
+    errno.EHOSTUNREACH: "host is unreachable",
+}
+
+
+def _connect_reason(exc: aiohttp.ClientError) -> str:
+    """Why a connection could not be opened, in a few plain words (no aiohttp repr)."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return "TLS certificate not trusted"
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return "TLS handshake failed"
+    os_error = getattr(exc, "os_error", None)
+    if isinstance(exc, aiohttp.ClientConnectorDNSError) or isinstance(os_error, socket.gaierror):
+        detail = getattr(os_error, "strerror", None)
+        return f"host not found ({detail})" if detail else "host not found"
+    if isinstance(os_error, OSError):
+        if os_error.errno in _CONNECT_REASONS:
+            return _CONNECT_REASONS[os_error.errno]
+        # Every address of the host refused (e.g. localhost's IPv6 and IPv4): asyncio
+        # raises one OSError "Multiple exceptions: [Errno 111] ..., [Errno 111] ...".
+        text = str(os_error)
+        if os_error.errno is None and 0 < text.count("[Errno ") == text.count(
+            f"[Errno {errno.ECONNREFUSED}]"
+        ):
+            return "connection refused"
+        if os_error.strerror:
+            return os_error.strerror[:1].lower() + os_error.strerror[1:]
+    return redact_text(str(os_error or exc))
+
+
 def _wrap_error(exc: BaseException, request: Request) -> TransportError:
     """Turn an aiohttp/OS error into ours, with URLs and headers redacted."""
     where = f"{request.method} {redact_url(request.url)}"
@@ -342,7 +411,12 @@ def _wrap_error(exc: BaseException, request: Request) -> TransportError:
     if isinstance(exc, asyncio.TimeoutError):
         return RequestTimeout(f"timeout on {where}", request=request)
     if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ClientSSLError):
-        return ConnectError(f"cannot connect for {where}: {detail}", request=request)
+        origin = redact_url(request.url.origin())
+        reason = _connect_reason(exc)
+        return ConnectError(
+            f"cannot connect to {origin}: {reason} ({request.method} {request.url.path})",
+            request=request,
+        )
     if isinstance(exc, aiohttp.ClientError | OSError):
         return ConnectionLostError(f"connection lost during {where}: {detail}", request=request)
     if isinstance(exc, ValueError | TypeError):
@@ -375,7 +449,7 @@ class _MockStream:
         self.headers = headers
         self.content = content
 
-    async def iter_chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
+    async def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
         for start in range(0, len(self.content), chunk_size):
             yield self.content[start : start + chunk_size]
 

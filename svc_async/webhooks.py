@@ -56,6 +56,7 @@ from ._webhook_payloads import (
 )
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import WebhookPayloadError, WebhookVerificationError
+from .fleet import fleet_url
 from .redact import redact_url
 from .retry import RetryPolicy
 
@@ -184,6 +185,11 @@ class WebhookReceiver:
     forgotten again if its callbacks are given up, so a redelivery is handled anew. Test
     deliveries never reach callbacks or waiters. ``clock`` is where the waits between
     callback attempts run (default: the system clock).
+
+    ``fleet`` (default ``SVC_FLEET_URL``), a Redis URL, makes replicas with the same
+    secret act as one (``svc_async.fleet.webhooks``): deduplicated fleet-wide, callbacks
+    run by any replica (a crashed one's taken over after ``claim_after`` seconds), and
+    ``jobs.wait`` woken in every process.
     """
 
     def __init__(
@@ -197,6 +203,8 @@ class WebhookReceiver:
         read_timeout: float = 10.0,
         body_timeout: float = 60.0,
         clock: Clock | None = None,
+        fleet: str | None = None,
+        claim_after: float = 30.0,
     ) -> None:
         if not isinstance(secret_param, str) or not secret_param:
             raise ValueError("secret_param must be a non-empty string")
@@ -225,6 +233,27 @@ class WebhookReceiver:
         self._dispatcher: DeliveryDispatcher = LocalDispatcher(
             self._attempt, self._finish, policy=callback_retry, clock=self.clock
         )
+        self._fleet: Any = None
+        fleet = fleet_url(fleet)
+        if fleet is not None:
+            # Replicas act as one: a shared ledger, a stream of deliveries, job wake-ups.
+            from .fleet.store import account_namespace
+            from .fleet.webhooks import FleetDeliveries
+
+            namespace = account_namespace("webhooks", ",".join(sorted(map(repr, self._secrets))))
+            self._fleet = FleetDeliveries(
+                fleet,
+                namespace,
+                attempt=self._attempt,
+                finish=self._finish,
+                policy=callback_retry,
+                clock=self.clock,
+                make_job=self._job,
+                wake=self._wake,
+                claim_after=claim_after,
+            )
+            self._ledger = self._fleet.ledger
+            self._dispatcher = self._fleet.dispatcher
         self._callbacks: list[StatusCallback] = []
         self._entry_callbacks: list[EntryCallback] = []
         self._output_callbacks: list[OutputFileCallback] = []
@@ -283,6 +312,11 @@ class WebhookReceiver:
         async def _drain(_: web.Application) -> None:
             await self.aclose()
 
+        async def _join(_: web.Application) -> None:
+            if self._fleet is not None:
+                self._fleet.listen()  # take the fleet's deliveries from the start
+
+        application.on_startup.append(_join)
         application.on_shutdown.append(_drain)
         return application
 
@@ -407,19 +441,31 @@ class WebhookReceiver:
     def _admit(self, update: Delivery, key: DeliveryKey) -> Awaitable[None] | None:
         """Wake the waiters and queue the callbacks of a claimed update."""
         self.stats.dispatched += 1
+        if isinstance(update, JobStatusUpdate):
+            self._wake(update)
+            if self._fleet is not None:
+                self._background(self._fleet.publish(update))  # every process's waiters
+        job = self._job(key, update)
+        if not job.todo:
+            return self._ledger.complete(key)
+        return self._dispatcher.submit(job)
+
+    def _wake(self, update: JobStatusUpdate) -> None:
+        """Hand a status update to this process's subscriptions (``jobs.wait``)."""
+        for sub in self._subscriptions.get(update.job_id, ()):
+            sub.update = update
+            sub.event.set()
+
+    def _job(self, key: DeliveryKey, update: Delivery) -> DeliveryJob:
+        """The job running ``update`` through its kind's callbacks."""
         callbacks: Sequence[Callable[[Any], Awaitable[None] | None]]
         if isinstance(update, JobStatusUpdate):
-            for sub in self._subscriptions.get(update.job_id, ()):
-                sub.update = update
-                sub.event.set()
             callbacks = self._callbacks
         elif isinstance(update, EntryUpdate):
             callbacks = self._entry_callbacks
         else:
             callbacks = self._output_callbacks
-        if not callbacks:
-            return self._ledger.complete(key)
-        return self._dispatcher.submit(DeliveryJob(key=key, update=update, todo=list(callbacks)))
+        return DeliveryJob(key=key, update=update, todo=list(callbacks))
 
     def _background(self, work: Awaitable[Any]) -> None:
         async def settle() -> None:
@@ -477,6 +523,8 @@ class WebhookReceiver:
         Pair every call with ``unsubscribe`` (in a ``finally``), or the receiver keeps it.
         """
         sub = JobSubscription(job_id) if event is None else JobSubscription(job_id, event)
+        if self._fleet is not None:
+            self._fleet.listen()  # updates received by any replica wake this process too
         self._subscriptions.setdefault(job_id, set()).add(sub)
         return sub
 
@@ -515,10 +563,14 @@ class WebhookReceiver:
             await asyncio.wait(set(self._tasks), timeout=timeout)
         left = None if end is None else max(0.0, end - self.clock.now())
         await self._dispatcher.aclose(left)
+        if self._fleet is not None:
+            await self._fleet.aclose(0.0)
         for task in set(self._tasks):
             task.cancel()
 
     async def __aenter__(self) -> Self:
+        if self._fleet is not None:
+            self._fleet.listen()
         return self
 
     async def __aexit__(

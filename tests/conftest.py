@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,8 @@ import pytest
 from aiohttp import web
 
 from svc_async import retry
+
+from .redis_server import RedisServer, require_binary
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -53,6 +55,34 @@ def no_backoff() -> Any:
     retry.set_testing(True)
     yield
     retry.set_testing(False)
+
+
+@pytest.fixture(scope="session")
+def _redis_session() -> Iterator[RedisServer]:
+    server = RedisServer(require_binary())
+    server.start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def redis_url(_redis_session: RedisServer) -> str:
+    """The URL of a real redis-server shared by the session, emptied for each test."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", _redis_session.port), timeout=5) as sock:
+        sock.sendall(b"FLUSHALL\r\n")
+        assert sock.recv(16).startswith(b"+OK")
+    return _redis_session.url
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A redis-server of the test's own, to kill and restart (``stop``, ``start``)."""
+    server = RedisServer(require_binary())
+    server.start()
+    yield server
+    server.close()
 
 
 def _patch_aioresponses_for_aiohttp_314() -> None:

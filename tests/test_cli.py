@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,20 @@ class ServedFake:
         self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
         assert not self._thread.is_alive()
+
+    def do(self, action: Callable[[FakeService], object]) -> None:
+        """Run ``action(fake)`` on the fake's own loop, between its requests; wait for it."""
+        assert self._loop is not None and self.fake is not None
+        fake, done = self.fake, threading.Event()
+
+        def step() -> None:
+            try:
+                action(fake)
+            finally:
+                done.set()
+
+        self._loop.call_soon_threadsafe(step)
+        assert done.wait(10)
 
     def _main(self) -> None:
         try:
@@ -274,7 +288,16 @@ def _create_args(*extra: str) -> list[str]:
     ]
 
 
-def test_jobs_create_and_wait(env: ServedFake, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture
+def instant_jobs(env: ServedFake) -> Iterator[ServedFake]:
+    """Jobs created during the test are finished at once (the fake's clock cannot be
+    shared with a CLI in another loop, so no waiting on it)."""
+    env.do(lambda fake: setattr(fake, "processing_delay", 0.0))
+    yield env
+    env.do(lambda fake: setattr(fake, "processing_delay", 1.5))
+
+
+def test_jobs_create_and_wait(instant_jobs: ServedFake, capsys: pytest.CaptureFixture[str]) -> None:
     job = run_json(
         capsys,
         *_create_args(
@@ -303,6 +326,7 @@ def test_jobs_create_then_wait(env: ServedFake, capsys: pytest.CaptureFixture[st
     assert code == ExitCode.WAIT_TIMEOUT == 8
     assert err.startswith("svc-async: error: ") and err.count("\n") == 1
     assert json.loads(out)["id"] == created["id"]  # the last snapshot, for scripts
+    env.do(lambda fake: fake.advance(2.0))  # past the 1.5 s of processing, without waiting
     done = run_json(capsys, "jobs", "wait", str(created["id"]), "--timeout", "30")
     assert done["id"] == created["id"]
     assert done["status"] in FINISHED_JOB_STATUSES and done["status"] != "Errored"

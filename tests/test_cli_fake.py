@@ -76,6 +76,7 @@ def fake() -> Iterator[Fake]:
             served.proc.communicate()
 
 
+@pytest.mark.slow
 def test_prints_exports_serves_the_cli_and_stops_cleanly_on_sigint(fake: Fake) -> None:
     assert set(fake.variables) == {"SVC_BASE_URL", "SVC_API_TOKEN", "SVC_ACCOUNT_URL"}
     assert fake.variables["SVC_BASE_URL"].startswith("http://127.0.0.1:")
@@ -93,6 +94,7 @@ def test_prints_exports_serves_the_cli_and_stops_cleanly_on_sigint(fake: Fake) -
     assert len(lines) == 2 and "Ctrl-C stops it" in lines[0]
 
 
+@pytest.mark.slow
 def test_a_job_created_through_the_fake_finishes(fake: Fake) -> None:
     created = fake.cli(
         "jobs", "create", "--name", "Shell", "--email", "producer@service.example", "--org", "1",
@@ -107,6 +109,7 @@ def test_a_job_created_through_the_fake_finishes(fake: Fake) -> None:
     assert "(jobs take 0.5s, " in err.splitlines()[0]
 
 
+@pytest.mark.slow
 def test_legacy_fake_speaks_the_older_shapes() -> None:
     """--legacy: jobs end at Completed, search answers {jobs, count}; the CLI reads both,
     and a status filter of today's names is the older service's 400 (exit 5)."""
@@ -136,12 +139,14 @@ def test_legacy_fake_speaks_the_older_shapes() -> None:
     assert "received 'Processed'" in refused.stderr
 
 
+@pytest.mark.slow
 def test_sigterm_stops_it_the_same_way(fake: Fake) -> None:
     code, err = fake.stop(signal.SIGTERM)
     assert code == 0
     assert err.splitlines()[-1] == "svc-async fake: stopped"
 
 
+@pytest.mark.slow
 def test_burst_429_flags_reach_the_fake_and_the_cli_says_when_to_retry() -> None:
     # 90 s is beyond the SDK's default max_server_wait, so it is reported, not slept through.
     served = Fake("--burst-429-rate", "1", "--burst-retry-after", "90")
@@ -157,6 +162,7 @@ def test_burst_429_flags_reach_the_fake_and_the_cli_says_when_to_retry() -> None
     assert result.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_timeout_is_the_whole_commands_deadline() -> None:
     """Each attempt would take 2 s and there are 4; --timeout 1 ends the whole command."""
     served = Fake("--latency", "2", "--error-rate", "1")
@@ -171,6 +177,7 @@ def test_timeout_is_the_whole_commands_deadline() -> None:
     assert took < 6.0  # four 2 s attempts would take over 8 s
 
 
+@pytest.mark.slow
 def test_a_port_in_use_is_one_line_and_exit_6() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

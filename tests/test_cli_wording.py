@@ -133,6 +133,7 @@ def test_sdk_refusal_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert err.count("\n") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("sdk", "cli"),
     [
@@ -242,6 +243,7 @@ def test_plural_of_songs() -> None:
     assert plural(2, "entry", "entries") == "2 entries"
 
 
+@pytest.mark.slow
 def test_a_create_cut_short_by_the_deadline_says_the_job_may_exist(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

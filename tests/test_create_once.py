@@ -21,6 +21,7 @@ from svc_async import (
     ServerError,
     json_response,
 )
+from svc_async.testing import VirtualClock
 
 from .conftest import load
 from .test_examples import example_request
@@ -80,9 +81,19 @@ class _Service:
         raise AssertionError(path)
 
 
+# The resolver's searches, pauses and deadlines run on virtual time: instant, and the
+# same on a loaded machine.
+pytestmark = pytest.mark.looptime
+
+
 def _client(service: _Service, **kw: Any) -> Client:
     return Client(
-        "https://v.example", token="t", transport=MockTransport(service), retry=POLICY, **kw
+        "https://v.example",
+        token="t",
+        transport=MockTransport(service),
+        retry=POLICY,
+        clock=VirtualClock(),
+        **kw,
     )
 
 
@@ -216,7 +227,12 @@ async def test_a_failing_search_never_leads_to_a_second_post() -> None:
     transport = MockTransport(handler)
     quick = RetryPolicy(attempts=4, wait_initial=0.0, wait_max=0.0)
     async with Client(
-        "https://v.example", token="t", transport=transport, retry=quick, timeout=1.0
+        "https://v.example",
+        token="t",
+        transport=transport,
+        retry=quick,
+        timeout=1.0,
+        clock=VirtualClock(),
     ) as svc:
         with pytest.raises(AmbiguousCreateError) as info:
             await svc.jobs.create(example_request())

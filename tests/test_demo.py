@@ -96,6 +96,7 @@ def _check_tour(out: str) -> None:
     assert "Completed" not in search  # today's service: jobs end at Processed
 
 
+@pytest.mark.slow
 def test_demo_as_a_subprocess() -> None:
     began = time.monotonic()
     proc = subprocess.run(
@@ -114,6 +115,7 @@ def test_demo_as_a_subprocess() -> None:
     _check_tour(proc.stdout)
 
 
+@pytest.mark.slow
 def test_demo_without_rich() -> None:
     """With rich not importable the demo falls back to plain text and still runs."""
     code = (
@@ -148,6 +150,7 @@ def test_demo_module_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert demo_main(["--delay", "soon"]) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "after", ["A FakeService is listening", "(Routine) with status", "(VOD) with status"]
 )

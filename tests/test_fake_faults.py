@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import aiohttp
 import orjson
 import pytest
 
 from svc_async.errors import ConnectionLostError, RequestTimeout
-from svc_async.testing import FakeClock, FakeService, FaultConfig
+from svc_async.testing import FakeClock, FakeService, FaultConfig, VirtualClock
 
 from .test_fake_service import JOB, START, TOKEN, call, job_request, make_request
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
+# Latency and stalls sleep on virtual time: exact durations, whatever the machine's load.
+pytestmark = pytest.mark.looptime
+
+
 def new_fake(faults: FaultConfig | None = None, **kwargs: object) -> FakeService:
-    """A demo fake on a frozen clock with ``faults``."""
-    return FakeService(clock=FakeClock(start=START), faults=faults, **kwargs)  # type: ignore[arg-type]
+    """A demo fake on a frozen clock with ``faults``; its latency sleeps on virtual time."""
+    clock = FakeClock(start=START, source=VirtualClock())
+    return FakeService(clock=clock, faults=faults, **kwargs)  # type: ignore[arg-type]
+
+
+def _now() -> float:
+    return asyncio.get_running_loop().time()
 
 
 async def test_error_5xx_html_with_retry_after() -> None:
@@ -48,11 +56,11 @@ async def test_reset_in_process_and_over_sockets() -> None:
 
 async def test_latency_and_in_flight_peak() -> None:
     fake = new_fake(FaultConfig(latency=0.05))
-    t0 = time.perf_counter()
+    t0 = _now()
     results = await asyncio.gather(*(call(fake, "GET", "/api/orgs/me") for _ in range(8)))
-    elapsed = time.perf_counter() - t0
+    elapsed = _now() - t0
     assert all(r[0] == 200 for r in results)
-    assert 0.05 <= elapsed < 0.5
+    assert elapsed == pytest.approx(0.05)  # eight at once: one latency, not eight
     assert fake.max_in_flight == 8 and fake.in_flight == 0
     fake.reset_counters()
     assert fake.max_in_flight == 0
@@ -117,10 +125,10 @@ async def test_create_cut_off_creates_the_job() -> None:
 async def test_create_stall_times_out_but_creates() -> None:
     fake = new_fake(FaultConfig(create_stall=1.0, stall_seconds=5.0))
     jobs_before = len(fake.state.jobs)
-    t0 = time.perf_counter()
+    t0 = _now()
     with pytest.raises(RequestTimeout):
         await fake.transport().send(make_request("POST", JOB, job_request(), timeout=0.1))
-    assert time.perf_counter() - t0 < 1.0
+    assert _now() - t0 == pytest.approx(0.1)  # the timeout, not the 5 s stall
     assert len(fake.state.jobs) == jobs_before + 1
     async with fake.serve() as url, aiohttp.ClientSession() as session:
         with pytest.raises(asyncio.TimeoutError):

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from svc_async import Client, _incremental
+from svc_async import AiohttpTransport, Client, _incremental
 from svc_async import models as m
 from svc_async._incremental import ArraySplitter, Sliced, StreamDecode, structure_chunks
 from svc_async.converter import structure, unstructure
@@ -107,11 +107,21 @@ async def test_small_answers_take_the_one_shot_path_by_length_or_bytes_read() ->
     assert sliced.items == structure(orjson.loads(body), list[m.Entry])
 
 
-async def test_a_body_over_max_body_is_too_large_on_both_paths() -> None:
-    body = orjson.dumps(big_body(3))
-    for threshold in (1, 1 << 20):
+@pytest.mark.parametrize("threshold", [1, 1 << 30])
+async def test_a_body_over_the_cap_is_too_large_on_both_paths(
+    threshold: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The transport's cap holds on the sliced and the one-shot path alike."""
+    monkeypatch.setattr(_incremental, "STREAM_THRESHOLD", threshold)
+    body = orjson.dumps(big_body(300))
+    app, calls = _entries_app(body)
+    transport = AiohttpTransport(max_body_size=len(body) - 1)
+    async with serve_app(app) as base, Client(base, token="t", transport=transport) as svc:
         with pytest.raises(ResponseTooLargeError):
-            await StreamDecode(m.Entry, threshold=threshold, max_body=len(body) - 1)(_Stream(body))
+            await svc.entries.for_season(7)
+        transport.max_body_size = len(body)
+        assert len(await svc.entries.for_season(7)) == 300
+    assert len(calls) == 2  # too large is not retried
 
 
 def _encodings(data: Any) -> Iterable[bytes]:

@@ -61,6 +61,7 @@ def _gzip_bomb(size: int) -> bytes:
     return data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["season", "endless", "bomb"])
 async def test_body_over_the_cap_raises_and_is_not_retried(path: str) -> None:
     app, counts = _app()

@@ -61,3 +61,89 @@ async def test_acquire_lets_a_call_through_when_admit_would() -> None:
     pacer.release(_headers(5, 4, 60), 200)
     await asyncio.wait_for(pacer.acquire(), 0.5)
     assert "in_flight=1" in repr(pacer)
+
+
+class _SteppedClock:
+    """Time moves only when a task sleeps, in whole microseconds (a virtual or coarse clock)."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+        self.sleeps = 0
+
+    def now(self) -> float:
+        return self.t
+
+    def wall(self) -> float:
+        return 1_700_000_000.0 + self.t
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps += 1
+        self.t = round(self.t + seconds, 6)
+        await asyncio.sleep(0)
+
+
+async def test_spreading_calls_on_a_coarse_clock_never_spins() -> None:
+    # A slot a rounding error away used to be slept for (a sleep that cannot move a
+    # coarse clock), forever: spread calls must each cost one sleep at most.
+    clock = _SteppedClock()
+    pacer = Pacer(clock=clock)
+    await pacer.acquire()
+    pacer.release(_headers(30, 29, 1.0), 200)
+    await pacer.acquire()
+    pacer.release(_headers(30, 20, 1.0), 200)  # below its own count: someone else spends
+    assert pacer.shared
+    for _ in range(40):
+        async with asyncio.timeout(5):
+            await pacer.acquire()
+        pacer.release(None)
+    assert clock.sleeps <= 40 * 2
+
+
+class _FrozenClock:
+    """Time stands still and a sleep never ends: only an event can wake a waiter."""
+
+    def now(self) -> float:
+        return 100.0
+
+    def wall(self) -> float:
+        return 1.7e9
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.get_running_loop().create_future()
+
+
+def _shared_pacer(limit: int, remaining: int, clock: object = None) -> Pacer:
+    """A pacer that has seen another client spend from its budget."""
+    pacer = Pacer(clock=clock) if clock is not None else Pacer()  # type: ignore[arg-type]
+    assert pacer.admit()
+    pacer.release(_headers(limit, limit - 1, 60), 200)
+    assert pacer.admit()
+    pacer.release(_headers(limit, remaining, 60), 200)  # 2 sent, far more spent
+    assert pacer.shared
+    return pacer
+
+
+def test_another_spender_does_not_cap_calls_while_the_budget_is_far_above_them() -> None:
+    # The old rule held a shared budget to 2 calls in flight, polling every 5 ms, for
+    # good: a client sharing 1,000 calls a minute with a dashboard ran 2 at a time.
+    pacer = _shared_pacer(1000, 900)
+    assert all(pacer.admit() for _ in range(64))
+    assert "in_flight=64" in repr(pacer)
+
+
+def test_near_the_windows_end_a_shared_budget_is_spread() -> None:
+    pacer = _shared_pacer(30, 16)  # 2 calls of our own, 12 by others: 7 spenders' worth
+    assert pacer.spenders == 7.0
+    admitted = [pacer.admit() for _ in range(8)]
+    assert admitted[0] and not all(admitted)  # this client's share, not a burst
+
+
+async def test_a_wait_ends_when_an_answer_comes_not_by_polling() -> None:
+    pacer = Pacer(clock=_FrozenClock())
+    assert pacer.admit()  # the first call learns the budget; the next waits for it
+    waiter = asyncio.create_task(pacer.acquire())
+    await asyncio.sleep(0)
+    assert not waiter.done() and pacer.waits == 1
+    pacer.release(_headers(10, 9, 60), 200)  # the answer wakes it (time stands still)
+    await asyncio.wait_for(waiter, 1.0)
+    assert pacer.waits == 1  # woken once, never polled

@@ -54,6 +54,11 @@ def make_job(status: str = "Created", error: str = "") -> VerificationJob:
     return VerificationJob(id=1, organisation_id=1, status=status, error_message=error)
 
 
+# Every wait here is on the loop's time, made virtual: polls, timeouts and webhook wake-ups
+# take no real time, and the bounds below hold however loaded the machine is.
+pytestmark = pytest.mark.looptime
+
+
 class Timeline:
     """Jobs whose status is a function of loop time since they were registered."""
 

@@ -55,6 +55,7 @@ def test_fixtures_work_in_strict_mode(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
 
 
+@pytest.mark.slow
 def test_fresh_project_without_any_configuration(pytester: pytest.Pytester) -> None:
     """No ini at all (strict is pytest-asyncio's default), in a separate process."""
     pytester.makepyfile(
@@ -71,6 +72,7 @@ def test_fresh_project_without_any_configuration(pytester: pytest.Pytester) -> N
     assert "requested an async fixture" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_marker_sets_knobs_and_jobs_finish_fast(pytester: pytest.Pytester) -> None:
     result = run(
         pytester,
@@ -200,6 +202,7 @@ def _installed_entry_points() -> dict[str, str]:
 @pytest.mark.skipif(
     "svc_async" not in _installed_entry_points(), reason="svc-async installed without it"
 )
+@pytest.mark.slow
 def test_installed_entry_point_provides_the_fixtures(pytester: pytest.Pytester) -> None:
     """As a user gets it: no ``-p``, the fixtures come from the installed distribution."""
     pytester.makeini(STRICT_INI)
@@ -216,6 +219,7 @@ def test_installed_entry_point_provides_the_fixtures(pytester: pytest.Pytester) 
     result.assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_without_pytest_asyncio_the_fixtures_say_what_is_missing(
     pytester: pytest.Pytester,
 ) -> None:

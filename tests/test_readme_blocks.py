@@ -4,7 +4,7 @@ The rules (also in the README's testing section):
 
 * a block runs as written, as in ``python -m asyncio``: top-level ``await`` and
   ``async with`` allowed, ``SVC_BASE_URL``/``SVC_API_TOKEN`` exported for a
-  ``FakeService`` on loopback (seeded demo data, jobs finish in 0.2 s), the working
+  ``FakeService`` on loopback (seeded demo data, jobs finished as soon as made), the working
   directory a fresh temporary one; ``svc`` (an open ``Client()``) and ``fake`` (that
   ``FakeService``) are there for blocks that use them without opening their own;
 * a block that defines ``test_`` functions is a test module: it runs with pytest in a
@@ -135,7 +135,7 @@ async def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AsyncIterator
     for name in ("SVC_ACCOUNT_URL", "SVC_API_KEY_ID", "SVC_API_KEY_SECRET"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
-    async with FakeService(seed=0, processing_delay=0.2) as service, service.serve() as url:
+    async with FakeService(seed=0, processing_delay=0.0) as service, service.serve() as url:
         monkeypatch.setenv("SVC_BASE_URL", url)
         monkeypatch.setenv("SVC_API_TOKEN", FakeService.DEFAULT_TOKEN)
         yield service

@@ -1,10 +1,14 @@
-"""Resilience end to end: FakeService with faults, over a real loopback socket."""
+"""Resilience end to end: FakeService with faults, over a real loopback socket.
+
+Tests whose point is time (pacing, stalls against per-attempt timeouts) run in process
+on virtual time, where a loaded machine cannot stretch them; the rest are the proof
+over real sockets and are marked ``slow``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -13,7 +17,7 @@ import attrs
 import pytest
 
 from svc_async import AiohttpTransport, Client, RetryBudget, RetryPolicy, Timeout
-from svc_async.testing import FakeService, FaultConfig
+from svc_async.testing import FakeService, FaultConfig, VirtualClock
 
 from .test_examples import example_request
 
@@ -58,10 +62,17 @@ def _request(i: int) -> Any:
     return attrs.evolve(example_request(), external_id=f"ext-{i}", tags=["bulk"])
 
 
+@pytest.mark.looptime
 async def test_1000_reads_through_faults_are_all_correct() -> None:
-    async with FakeService(seed=7, rate_limit=None) as fake, fake.serve() as url:
+    clock = VirtualClock()
+    async with FakeService(seed=7, rate_limit=None, clock=clock) as fake, fake.serve() as url:
         async with Client(
-            url, token=TOKEN, retry=QUICK, timeout=30, retry_budget=RetryBudget(capacity=5000)
+            url,
+            token=TOKEN,
+            retry=QUICK,
+            timeout=30,
+            retry_budget=RetryBudget(capacity=5000),
+            clock=clock,
         ) as svc:
             events = await svc.events.list(limit=100)
             expected = {e.id: await svc.entries.for_event(e.id) for e in events}
@@ -80,6 +91,7 @@ async def test_1000_reads_through_faults_are_all_correct() -> None:
         assert fake.faults_injected > 150  # the faults really happened
 
 
+@pytest.mark.slow
 async def test_200_concurrent_creates_with_cut_off_answers_create_exactly_200_jobs() -> None:
     async with FakeService(seed=3, rate_limit=None, demo_data=True) as fake, fake.serve() as url:
         before = set(fake.jobs)
@@ -96,8 +108,13 @@ async def test_200_concurrent_creates_with_cut_off_answers_create_exactly_200_jo
         assert fake.faults_injected >= 10
 
 
+@pytest.mark.looptime
 async def test_1000_creates_through_mixed_faults_and_a_lagging_index() -> None:
-    async with FakeService(seed=11, rate_limit=None, search_lag=0.1) as fake, fake.serve() as url:
+    # On virtual time a 0.6 s stall always outlasts the 0.3 s attempt timeout and
+    # nothing else does: on real time a loaded machine turned ordinary answers into
+    # timeouts until a create's whole deadline went on searching.
+    clock = VirtualClock()
+    async with FakeService(seed=11, rate_limit=None, search_lag=0.1, clock=clock) as fake:
         before = set(fake.jobs)
         fake.faults = FaultConfig(
             create_cut_off=0.10,
@@ -109,11 +126,13 @@ async def test_1000_creates_through_mixed_faults_and_a_lagging_index() -> None:
         )
         policy = RetryPolicy(attempts=6, wait_initial=0.05, wait_max=0.4)
         async with Client(
-            url,
+            "http://fake.invalid",
             token=TOKEN,
             retry=policy,
             timeout=30,
             attempt_timeout=Timeout(total=0.3, connect=1),
+            transport=fake.transport(),
+            clock=clock,
         ) as svc:
             jobs = await _bounded(
                 [lambda i=i: svc.jobs.create(_request(i)) for i in range(1000)], 50
@@ -128,16 +147,23 @@ async def test_1000_creates_through_mixed_faults_and_a_lagging_index() -> None:
         assert fake.faults_injected > 100
 
 
+@pytest.mark.looptime
 async def test_bulk_read_beyond_the_budget_draws_no_429_and_uses_the_budget() -> None:
     budget, window, calls = 40, 1.0, 120
-    async with (
-        FakeService(seed=1, rate_limit=(budget, window), demo_data=True) as fake,
-        fake.serve() as url,
-    ):
-        async with Client(url, token=TOKEN, retry=RetryPolicy(attempts=1)) as svc:
-            start = time.monotonic()
+    clock = VirtualClock()
+    async with FakeService(
+        seed=1, rate_limit=(budget, window), demo_data=True, clock=clock
+    ) as fake:
+        async with Client(
+            "http://fake.invalid",
+            token=TOKEN,
+            retry=RetryPolicy(attempts=1),
+            transport=fake.transport(),
+            clock=clock,
+        ) as svc:
+            start = clock.now()
             await _bounded([lambda: svc.seasons.list() for _ in range(calls)], 16)
-            elapsed = time.monotonic() - start
+            elapsed = clock.now() - start
         assert fake.rate_limited == 0
     ideal = (calls / budget - 1) * window  # the last window's calls need not wait for its end
     assert ideal <= elapsed <= ideal * 1.10 + 0.15, (
@@ -145,6 +171,7 @@ async def test_bulk_read_beyond_the_budget_draws_no_429_and_uses_the_budget() ->
     )
 
 
+@pytest.mark.slow
 async def test_cancelling_half_of_2000_requests_leaks_nothing() -> None:
     async with FakeService(seed=2, rate_limit=None) as fake, fake.serve() as url:
         fake.faults = FaultConfig(latency=0.002)

@@ -23,7 +23,7 @@ from svc_async import (
     RateLimitError,
     RetryPolicy,
 )
-from svc_async.testing import FakeService
+from svc_async.testing import FakeService, VirtualClock
 
 from .conftest import serve_app
 from .test_examples import example_request
@@ -34,6 +34,7 @@ MODES = ["loopback", "in-process"]
 @asynccontextmanager
 async def connect(fake: FakeService, mode: str, **kw: object) -> AsyncIterator[Client]:
     kw.setdefault("token", FakeService.DEFAULT_TOKEN)
+    kw.setdefault("clock", fake.clock.source)  # the fake's clock, virtual or not
     if mode == "loopback":
         async with fake.serve() as url, Client(url, **kw) as svc:  # type: ignore[arg-type]
             yield svc
@@ -120,9 +121,10 @@ async def test_entries_updated_after_and_fields(mode: str) -> None:
     assert season_entries is not None
 
 
+@pytest.mark.looptime
 @pytest.mark.parametrize("mode", MODES)
 async def test_job_lifecycle_search_and_count(mode: str) -> None:
-    async with FakeService(seed=0, processing_delay=0.4) as fake:
+    async with FakeService(seed=0, processing_delay=0.4, clock=VirtualClock()) as fake:
         async with connect(fake, mode) as svc:
             created = await svc.jobs.create(_request(tags=["e2e", "Seniors"]))
             assert created.status is JobStatus.CREATED
@@ -175,13 +177,15 @@ async def test_rate_limit_is_enforced_and_reported(mode: str) -> None:
     assert fake.rate_limited == 1
 
 
+@pytest.mark.looptime
 @pytest.mark.parametrize("mode", MODES)
 async def test_token_expiry_and_api_key_renewal(mode: str) -> None:
-    async with FakeService(seed=0, token_ttl=0.2) as fake:
+    clock = VirtualClock()
+    async with FakeService(seed=0, token_ttl=0.2, clock=clock) as fake:
         key, secret = FakeService.DEFAULT_API_KEY
         async with connect(fake, mode, token=None, auth=ApiKeyAuth(key, secret)) as svc:
             await svc.orgs.list()
-            await asyncio.sleep(0.3)
+            await clock.sleep(0.3)
             await asyncio.gather(*(svc.seasons.list() for _ in range(10)))
         async with connect(fake, mode, token="not-a-token") as bad:
             with pytest.raises(AuthenticationError):
@@ -192,6 +196,7 @@ async def test_token_expiry_and_api_key_renewal(mode: str) -> None:
     assert renewals == 2
 
 
+@pytest.mark.looptime
 async def test_webhook_delivery_reaches_a_receiver() -> None:
     from svc_async import WebhookReceiver
 
@@ -200,11 +205,15 @@ async def test_webhook_delivery_reaches_a_receiver() -> None:
     receiver.on_status_update(seen.append)
     app = web.Application()
     app.add_routes(receiver.routes("/hook"))
-    async with serve_app(app) as hook_url, FakeService(seed=0, processing_delay=0.2) as fake:
+    clock = VirtualClock()
+    async with (
+        serve_app(app) as hook_url,
+        FakeService(seed=0, processing_delay=0.2, clock=clock) as fake,
+    ):
         fake.webhook_url = f"{hook_url}/hook?key=s3cret"
         async with (
             fake.serve() as url,
-            Client(url, token=FakeService.DEFAULT_TOKEN, webhooks=receiver) as svc,
+            Client(url, token=FakeService.DEFAULT_TOKEN, webhooks=receiver, clock=clock) as svc,
         ):
             job = await svc.jobs.create(_request())
             done = await svc.jobs.wait(job.id)

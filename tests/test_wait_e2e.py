@@ -10,9 +10,10 @@ from typing import Any
 
 import aiohttp
 import orjson
+import pytest
 
 from svc_async import Client, JobRequest, JobWaitTimeout, PollPolicy, VerificationJob
-from svc_async.testing import FakeService
+from svc_async.testing import FakeService, VirtualClock
 from svc_async.webhooks import DEFAULT_PATH, WebhookReceiver
 
 from .conftest import serve_app
@@ -38,8 +39,15 @@ def request(audio: str = "https://files.example/routine.mp3", tags: Any = ()) ->
     )
 
 
+# Processing, polls, webhook deliveries and timeouts on virtual time: the fake and the
+# client share one VirtualClock on a loop whose time looptime makes virtual.
+pytestmark = pytest.mark.looptime
+
+
 def fake(delay: float, **kwargs: Any) -> FakeService:
-    return FakeService(demo_data=False, processing_delay=delay, rate_limit=None, **kwargs)
+    return FakeService(
+        demo_data=False, processing_delay=delay, rate_limit=None, clock=VirtualClock(), **kwargs
+    )
 
 
 @asynccontextmanager
@@ -48,6 +56,7 @@ async def client(service: FakeService, **kwargs: Any) -> AsyncIterator[Client]:
         "http://fake.invalid",
         token=FakeService.DEFAULT_TOKEN,
         transport=service.transport(),
+        clock=service.clock.source,
         **kwargs,
     ) as svc:
         yield svc
@@ -70,7 +79,10 @@ async def timed_wait(
 
 async def test_wait_over_real_sockets_returns_the_verdict() -> None:
     service = fake(0.3)
-    async with service.serve() as url, Client(url, token=FakeService.DEFAULT_TOKEN) as svc:
+    async with (
+        service.serve() as url,
+        Client(url, token=FakeService.DEFAULT_TOKEN, clock=service.clock.source) as svc,
+    ):
         job = await svc.jobs.create(request())
         seen: list[str] = []
         done = await svc.jobs.wait(job.id, policy=QUICK, on_status=lambda j: seen.append(j.status))

@@ -19,7 +19,7 @@ exit codes:
   2    usage: bad arguments or options, missing URL or credentials
   3    authentication or permission refused (HTTP 401/403)
   4    not found (HTTP 404)
-  5    other error answer from the service (4xx/5xx, rate limit, ambiguous create)
+  5    other error answer (4xx/5xx, rate limit), or a create not confirmed
   6    network failure, request timeout, or --timeout passed
   7    the service's answer could not be decoded
   8    jobs wait / --wait ran out of time (the job is still printed)
@@ -29,9 +29,9 @@ exit codes:
 _DESCRIPTION = """\
 Command line for the Licence Verification Service (svc_async SDK).
 
-Prints one JSON document on stdout (models in the service's own camelCase form, dates as
-ISO 8601 strings); --table prints tables for people instead. Progress goes to stderr
-when it is a terminal; errors are one line on stderr.
+Prints one JSON document on stdout (models in the service's own camelCase
+form, dates as ISO 8601 strings); --table prints tables for people instead.
+Progress goes to stderr when it is a terminal; errors are one line on stderr.
 
 Connection options fall back to the environment: SVC_BASE_URL, SVC_ACCOUNT_URL,
 SVC_API_TOKEN, SVC_API_KEY_ID and SVC_API_KEY_SECRET.

@@ -1,13 +1,14 @@
 """``svc-async demo``: a guided tour of the SDK against a FakeService on 127.0.0.1.
 
-The fake runs on a real loopback port and the tour reaches it only through the public
-SDK (``svc_async.Client``), the way an application would: organisations as a tree,
-seasons, events, every entry of every event fetched concurrently, a licence summary per
-event, the songs a person reviewed, a routine job and a VOD job created, the routine
-one awaited, its verdict song by song and its submission, the VOD job's muted copy made
-and downloaded, and a tag search. Only the people in the story (the claimant who
-submits) are played by the fake's own drivers. Output uses rich when it is installed
-and plain text otherwise.
+The fake runs on a real loopback port and the tour reaches it only through the
+public SDK (``svc_async.Client``), the way an application would: organisations
+as a tree, seasons, events, every entry of every event fetched concurrently, a
+licence summary per event, the songs a person reviewed, a routine job and a
+VOD job created, the routine one awaited, its verdict song by song and its
+submission, the VOD job's muted copy made and downloaded, and a tag search.
+Only the people in the story (the claimant who submits) are played by the
+fake's own drivers. Output uses rich when it is installed and plain text
+otherwise.
 
 Run it with ``python -m svc_async demo`` (or ``python -m svc_async.cli.demo``).
 """

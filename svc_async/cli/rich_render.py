@@ -31,6 +31,7 @@ from .render import (
     Styled,
     Table,
     TreeNode,
+    text_of,
 )
 
 
@@ -64,6 +65,45 @@ class _Status:
     def update(self, text: str) -> None:
         if self._status is not None:
             self._status.update(text)
+
+
+_NOTE_WIDTH = 36
+"""Width a note's column asks for: a long note wraps over two or three lines."""
+
+
+def _widths_for_notes(table: Table, width: int) -> list[int] | None:
+    """Column widths for a table with notes, so a note is not wrapped a word per line.
+
+    A note is drawn in its column under its row (rich has no cell spanning columns), so
+    that column gets up to ``_NOTE_WIDTH``, taken from the widest other columns down to
+    their longest word. None when the table has no notes (rich then decides alone).
+    """
+    if not table.notes:
+        return None
+    count = len(table.columns)
+    texts = [
+        [c.header, *(text_of(row[i]) for row in table.rows)] for i, c in enumerate(table.columns)
+    ]
+    natural = [max(map(len, column)) for column in texts]
+    least = [max(len(w) for text in column for w in text.split() or [""]) for column in texts]
+    note = table.note_column
+    longest_note = max(len(text_of(n)) for n in table.notes.values())
+    widths = list(natural)
+    widths[note] = max(
+        natural[note] if natural[note] < _NOTE_WIDTH else least[note],
+        min(longest_note, _NOTE_WIDTH),
+    )
+    room = width - (3 * count + 1)  # a border and two spaces of padding a column, and one
+    while sum(widths) > room:
+        shrinkable = [i for i in range(count) if widths[i] > least[i] and i != note]
+        if not shrinkable:
+            if widths[note] <= least[note]:
+                return None  # no room to give: let rich decide
+            widths[note] -= 1
+            continue
+        widest = max(shrinkable, key=lambda i: widths[i])
+        widths[widest] -= 1
+    return widths
 
 
 class RichRenderer:
@@ -122,8 +162,11 @@ class RichRenderer:
             title_style="bold",
             title_justify="left",
         )
-        for column in table.columns:
-            out.add_column(column.header, justify=column.justify)
+        widths = _widths_for_notes(table, self.console.width)
+        for i, column in enumerate(table.columns):
+            out.add_column(
+                column.header, justify=column.justify, width=None if widths is None else widths[i]
+            )
         blank = [Text() for _ in table.columns]
         for index, row in enumerate(table.rows):
             out.add_row(*(_text([c]) for c in row))

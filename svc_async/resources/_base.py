@@ -41,6 +41,8 @@ class CallOptions(TypedDict, total=False):
     """Receives a 2xx response streamed, body unread."""
     reply: bool
     """Return a ``Reply`` (data and response metadata), not the data alone."""
+    operation: str
+    """The SDK call this is (``jobs.get``): traces name their spans after it."""
 
 
 class Send(Protocol):

@@ -25,6 +25,12 @@ if TYPE_CHECKING:  # bulk and sync load on first use, to keep `import svc_async`
 
 EVENT_PATH = "/api/public/v1/event/{id}/entries"
 SEASON_PATH = "/api/public/v1/season/{id}/entries"
+_SEASON_PREFIX = SEASON_PATH.split("{", 1)[0]
+
+
+def _operation(path: str) -> str:
+    """The SDK call that reads ``path``: entries of a season, or of an event."""
+    return "entries.for_season" if path.startswith(_SEASON_PREFIX) else "entries.for_event"
 
 
 def filter_body(
@@ -60,10 +66,6 @@ class Entries(Resource):
 
     def _decoder(self) -> StreamDecode:
         """Big answers are structured in slices as they stream (issue 13)."""
-        transport = self._owner.transport
-        max_body = getattr(transport, "max_body_size", None)
-        if isinstance(max_body, int):
-            return StreamDecode(Entry, max_body=max_body)
         return StreamDecode(Entry)
 
     async def for_event(
@@ -116,6 +118,7 @@ class Entries(Resource):
                 attempt_timeout=attempt_timeout,
                 retry=retry,
                 stream_decode=decoder,
+                operation=_operation(path),
             )
         return _entries(data)
 
@@ -130,7 +133,13 @@ class Entries(Resource):
         body = filter_body(updated_after, None)
         with self._decoder() as decoder:
             reply = await self._send(
-                "POST", path, body, idempotent=True, reply=True, stream_decode=decoder
+                "POST",
+                path,
+                body,
+                idempotent=True,
+                reply=True,
+                stream_decode=decoder,
+                operation="entries.for_event",
             )
         return _entries(reply.data), reply.meta
 

@@ -46,6 +46,7 @@ class Events(Resource):
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            operation="events.list",
         )
         return structure(data, builtins.list[Event])
 

@@ -198,6 +198,7 @@ class Jobs(Resource):
                 attempt_timeout=attempt_timeout,
                 retry=retry,
                 resolve=resolve,
+                operation="jobs.create",
             )
         except asyncio.CancelledError:
             if tag is not None:
@@ -221,10 +222,10 @@ class Jobs(Resource):
                     found = await self._lookup(tag, min(left, RESOLVE_SEARCH_TIMEOUT))
                     if found is not None:
                         return found
-                left = end - clock.now()
-                if left <= 0.05:
-                    break
-                await clock.sleep(min(left - 0.05, RESOLVE_INTERVAL * min(looks, 4) / 4))
+                pause = min(end - clock.now() - 0.05, RESOLVE_INTERVAL * min(looks, 4) / 4)
+                if pause < 0.001:
+                    break  # a shorter sleep may not move the clock: the loop would spin
+                await clock.sleep(pause)
             logger.warning(
                 "job create ended ambiguous after %s: search for tag %s later",
                 type(failure).__name__,
@@ -289,6 +290,7 @@ class Jobs(Resource):
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            operation="jobs.get",
         )
         return structure(data, VerificationJob)
 
@@ -327,6 +329,7 @@ class Jobs(Resource):
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            operation="jobs.search",
         )
         return structure(data, JobSearchResults)
 

@@ -33,6 +33,7 @@ class Orgs(Resource):
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            operation="orgs.list",
         )
         return structure(data, builtins.list[Organisation])
 

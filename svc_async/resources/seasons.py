@@ -32,5 +32,6 @@ class Seasons(Resource):
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            operation="seasons.list",
         )
         return structure(data, builtins.list[Season])

@@ -70,7 +70,7 @@ class _Stream:
     content: bytes
     cut: bool = False
 
-    async def iter_chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
+    async def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
         limit = len(self.content) // 2 if self.cut else len(self.content)
         for start in range(0, limit, chunk_size):
             yield self.content[start : min(start + chunk_size, limit)]

@@ -1,0 +1,99 @@
+"""Job wake-ups across processes: a status update received anywhere wakes every waiter.
+
+The replica that takes a status update publishes ``"<job id> <status>"`` on one channel;
+every receiver of the fleet listens on it (from its first subscriber on) and hands the
+update to its local subscriptions, so ``jobs.wait`` wakes in every process. A wake-up
+only makes the waiter look at the job now; one lost while the store is away costs a poll
+interval, never a result. Job ids and statuses are all the channel carries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from .._webhook_payloads import JobStatusUpdate, parse_status_update
+from ..errors import WebhookPayloadError
+from .store import Store
+
+logger = logging.getLogger(__name__)
+
+CHANNEL = "svc:jobs:status"
+
+
+class JobWake:
+    """Publishes status updates and hands the fleet's to ``deliver`` (see the module)."""
+
+    def __init__(self, store: Store, deliver: Callable[[JobStatusUpdate], None]) -> None:
+        self.store = store
+        self._deliver = deliver
+        self._task: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+        """Set while this process is subscribed (tests wait for it)."""
+
+    async def publish(self, job_id: int, status: str) -> None:
+        """Tell every listening process (never raises; store away: nobody is told)."""
+        message = f"{job_id} {status}"
+        await self.store.run(lambda r: r.publish(CHANNEL, message))
+
+    def listen(self) -> None:
+        """Start listening in this process (once; needs a running loop)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._listen())
+
+    async def _listen(self) -> None:
+        clock = self.store.clock
+        while True:
+            pubsub: Any = self.store.redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                if await self.store.run(_subscriber(pubsub)) is None:
+                    await clock.sleep(self.store.retry_every)
+                    continue
+                self.ready.set()
+                while True:
+                    message = await pubsub.get_message(timeout=self.store.timeout * 0.8)
+                    if message is not None:
+                        self._handle(message.get("data"))
+            except (RedisError, OSError, TimeoutError):
+                self.ready.clear()
+                await self.store.run(_fail)  # marks the store down (one warning) if it is
+                await clock.sleep(self.store.retry_every)
+            finally:
+                self.ready.clear()
+                with contextlib.suppress(RedisError, OSError, TimeoutError):
+                    await pubsub.aclose()
+
+    def _handle(self, data: Any) -> None:
+        try:
+            job_id, status = bytes(data).decode().split(" ", 1)
+            update = parse_status_update({"id": int(job_id), "status": status})
+        except (ValueError, TypeError, WebhookPayloadError):
+            logger.debug("fleet job wake-up unreadable: %r", data)
+            return
+        self._deliver(update)
+
+    async def aclose(self) -> None:
+        """Stop listening."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+
+def _subscriber(pubsub: Any) -> Callable[[Any], Awaitable[bool]]:
+    async def subscribe(_: Any) -> bool:
+        await pubsub.subscribe(CHANNEL)
+        return True
+
+    return subscribe
+
+
+async def _fail(redis: Any) -> None:
+    """A ping: answers while the store is up, marks it down (one warning) when it is not."""
+    await redis.ping()
