@@ -157,8 +157,7 @@ def decide(
     to repeat is resolved (when a resolver exists) or raised; a server wait above
     ``policy.max_server_wait`` raises as a rate limit, however large; then every retry,
     429s included, needs an attempt left, a wait (``policy.retry_wait``) that ends
-    before the deadline (else it raises, as a rate limit when the server named the
-    wait), and its cost in the retry budget.
+    before the deadline (else it raises at once), and its cost in the retry budget.
     """
     status, failure = outcome.status, outcome.failure
     if failure is None and status is not None and 200 <= status < 300:
@@ -182,7 +181,7 @@ def decide(
         return Decision(Action.RAISE, reason="attempts spent")
     wait = policy.retry_wait(attempt, backoff, server, refused=status in (429, 503))
     if deadline is not None and now + wait >= deadline:
-        return Decision(Action.RAISE, reason="deadline", rate_limited=server is not None)
+        return Decision(Action.RAISE, reason="deadline", rate_limited=status == 429)
     cost = budget.cost(timeout=isinstance(failure, RequestTimeout))
     if budget_tokens < cost:
         return Decision(Action.RAISE, reason="retry budget exhausted")

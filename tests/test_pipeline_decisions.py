@@ -360,14 +360,12 @@ def test_a_429_is_not_retried_when_the_policy_turns_retries_off() -> None:
     assert _decide(429, _api(429), attempt=4).action is Action.RAISE
 
 
-@pytest.mark.parametrize(
-    ("headers", "rate_limited"),
-    [({"Retry-After": "5"}, True), ({"Retry-After": "0"}, False), ({}, False)],
-)
-def test_a_wait_past_the_deadline_raises_as_a_rate_limit_only_when_the_server_named_it(
-    headers: dict[str, str], rate_limited: bool
+@pytest.mark.parametrize("headers", [{"Retry-After": "5"}, {"Retry-After": "0"}, {}])
+@pytest.mark.parametrize(("status", "rate_limited"), [(429, True), (503, False)])
+def test_a_wait_past_the_deadline_raises_at_once_a_429_as_a_rate_limit(
+    headers: dict[str, str], status: int, rate_limited: bool
 ) -> None:
-    decision = _decide(429, _api(429), headers=headers, now=9.9, backoff=0.5)
+    decision = _decide(status, _api(status), headers=headers, now=9.9, backoff=0.5)
     assert decision.action is Action.RAISE
     assert decision.reason == "deadline"
     assert decision.rate_limited is rate_limited
