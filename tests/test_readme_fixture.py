@@ -1,4 +1,4 @@
-"""The README's FakeService fixture example, kept runnable."""
+"""The FakeService fixture pattern of the Testing page, kept runnable as a plain test module."""
 
 from __future__ import annotations
 
