@@ -67,7 +67,7 @@ class Fake:
 
 @pytest.fixture
 def fake() -> Iterator[Fake]:
-    served = Fake("--job-delay", "0.5", "--seed", "3")
+    served = Fake("--job-delay", "0.2", "--seed", "3")
     try:
         yield served
     finally:
@@ -106,7 +106,7 @@ def test_a_job_created_through_the_fake_finishes(fake: Fake) -> None:
     assert job["status"] == "Processed"  # today's service (without --legacy)
     code, err = fake.stop()
     assert code == 0
-    assert "(jobs take 0.5s, " in err.splitlines()[0]
+    assert "(jobs take 0.2s, " in err.splitlines()[0]
 
 
 @pytest.mark.slow
@@ -164,16 +164,16 @@ def test_burst_429_flags_reach_the_fake_and_the_cli_says_when_to_retry() -> None
 
 @pytest.mark.slow
 def test_timeout_is_the_whole_commands_deadline() -> None:
-    """Each attempt would take 2 s and there are 4; --timeout 1 ends the whole command."""
+    """Each attempt would take 2 s and there are 4; --timeout 0.5 ends the whole command."""
     served = Fake("--latency", "2", "--error-rate", "1")
     try:
         began = time.monotonic()
-        result = served.cli("--timeout", "1", "seasons")
+        result = served.cli("--timeout", "0.5", "seasons")
         took = time.monotonic() - began
     finally:
         served.stop()
     assert result.returncode == 6
-    assert result.stderr == "svc-async: error: --timeout: the command did not finish within 1s\n"
+    assert result.stderr == "svc-async: error: --timeout: the command did not finish within 0.5s\n"
     assert took < 6.0  # four 2 s attempts would take over 8 s
 
 
