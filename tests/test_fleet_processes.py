@@ -2,9 +2,9 @@
 
 Real processes and a real redis-server on real time (the budget is a window of 1 s on the
 store's and the fake's clocks; the fake's reset header is whole seconds, as the service's):
-3 processes x 10 calls, 4 at a time each, on 10 calls per second: 3 windows of work, so
-the budget is spent at two window ends with more calls waiting than it allows. The full
-8 x 30 figures are ``benchmarks/bench_fleet.py``'s.
+3 processes, 4 calls at a time each, on 10 calls per second: 30 calls with a fleet (3
+windows), 18 without (2), so the budget runs out with more calls waiting than it allows.
+The full 8 x 30 figures are ``benchmarks/bench_fleet.py``'s.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ async def test_a_fleet_spends_the_budget_exactly(redis_url: str) -> None:
 
 
 async def test_processes_without_a_fleet_fail_no_call() -> None:
-    # Each process paces alone from the headers (no shared memory): every call succeeds;
-    # the few 429s are calls sent before the others' spending showed in an answer
-    # (typically 1 to 4 of 30 here, at most a few per window end).
-    result = await run_fleet(**SHAPE, fleet=None)
-    assert (result["failed"], result["ok"]) == (0, CALLS), result
-    assert result["answers_429"] <= CALLS // 4, result
+    # Each process paces alone from the headers (no shared memory): 18 calls, two windows;
+    # every call succeeds; the few 429s are calls sent before the others' spending showed
+    # in an answer (1 to 4 here, also on a loaded machine). The pacer's sharing rules
+    # are held to fewer than 5 % on virtual time (test_pipeline_faults.py).
+    result = await run_fleet(**{**SHAPE, "calls": 6}, fleet=None)
+    assert (result["failed"], result["ok"]) == (0, 18), result
+    assert result["answers_429"] <= 6, result

@@ -532,7 +532,8 @@ def test_a_client_works_in_a_second_event_loop() -> None:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits for serve_forever to look (0.5 s by default).
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         svc = Client(f"http://127.0.0.1:{server.server_address[1]}", token="t")
