@@ -36,6 +36,12 @@ JOB_TYPES: tuple[str, ...] = ("VOD", "Routine")
 OUTPUT_OPERATIONS: tuple[str, ...] = ("Mute",)
 OUTPUT_FILE_TYPES: tuple[str, ...] = ("Audio",)
 
+_HEADER_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""What no HTTP header may hold (RFC 9110 5.5): control characters but tab, CR, LF and NUL
+among them. aiohttp refuses such a header at send time; the SDK refuses it when given."""
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""An HTTP token (RFC 9110 5.6.2): what a header name is made of."""
+
 _EMAIL_MAX, _LOCAL_MAX, _LABEL_MAX = 254, 64, 63
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\-\u00a1-\uffff]+"
 _LOCAL = re.compile(rf"{_ATOM}(?:\.{_ATOM})*")
@@ -84,6 +90,47 @@ def string(value: Any, name: str, *, allow_empty: bool = False) -> str:
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if not allow_empty and not value.strip():
         raise ValueError(f"{name} must not be empty")
+    return value
+
+
+def header_value(value: Any, name: str) -> str:
+    """A string fit to send as a header value (or a credential sent in one).
+
+    Refuses control characters (CR, LF, NUL and the others but tab), which would split or
+    corrupt the request. The message never quotes the value: it may be a secret.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if _HEADER_FORBIDDEN.search(value) is not None:
+        raise ValueError(
+            f"{name} holds a control character (CR, LF, NUL or another) that cannot be sent"
+            " in an HTTP header; check for a stray newline"
+        )
+    return value
+
+
+def header_problem(headers: Mapping[str, str]) -> str | None:
+    """The name of the first header aiohttp would refuse to send, or None.
+
+    What it refuses: a name or value that is not a string or holds a control character.
+    """
+    for key, value in headers.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            return str(key)
+        if _HEADER_FORBIDDEN.search(key) is not None or _HEADER_FORBIDDEN.search(value):
+            return key
+    return None
+
+
+def header_name(value: Any, name: str) -> str:
+    """An HTTP header name: a non-empty token (letters, digits and ``!#$%&'*+-.^_`|~``)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if not _TOKEN.fullmatch(value):
+        raise ValueError(
+            f"{name} must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~),"
+            f" got {value!r:.60}"
+        )
     return value
 
 

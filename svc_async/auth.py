@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from . import _validate
 from .errors import APIError, AuthenticationError, ResponseDecodeError, SvcError
 
 LOGIN_PATH = "/api/auth/api-key/login"
@@ -46,6 +47,7 @@ class BearerAuth:
     def __init__(self, token: str) -> None:
         if not isinstance(token, str) or not token.strip():
             raise ValueError("token must be a non-empty string")
+        _validate.header_value(token, "token")
         self._headers = {"Authorization": f"Bearer {token}"}
 
     def __repr__(self) -> str:
@@ -70,6 +72,8 @@ class HeaderAuth:
     def __init__(self, name: str, value: str) -> None:
         if not isinstance(name, str) or not name or not isinstance(value, str):
             raise TypeError("HeaderAuth takes a header name and a string value")
+        _validate.header_name(name, "HeaderAuth name")
+        _validate.header_value(value, "HeaderAuth value")
         self._name = name
         self._headers = {name: value}
 
@@ -101,6 +105,8 @@ class ApiKeyAuth:
             raise ValueError("key_id must be a non-empty string")
         if not isinstance(secret, str) or not secret:
             raise ValueError("secret must be a non-empty string")
+        _validate.header_value(key_id, "key_id")
+        _validate.header_value(secret, "secret")
         self.key_id = key_id
         self._secret = secret
         self._access: str | None = None
@@ -157,6 +163,14 @@ class ApiKeyAuth:
         access = body.get("accessToken") if isinstance(body, dict) else None
         if not isinstance(access, str) or not access:
             raise ResponseDecodeError("login answer has no accessToken", path="$.accessToken")
+        try:
+            _validate.header_value(access, "accessToken")
+        except ValueError:
+            raise ResponseDecodeError(
+                "login answer's accessToken holds a control character and cannot be sent"
+                " in a header",
+                path="$.accessToken",
+            ) from None
         refresh = body.get("refreshToken")
         self._access = access
         if isinstance(refresh, str) and refresh:

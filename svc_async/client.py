@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack
 import orjson
 import yarl
 
+from . import _validate
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
 from .clock import SYSTEM_CLOCK, Clock
@@ -174,13 +175,15 @@ class Client:
 
     Use it as ``async with Client(base_url, token=...) as svc:`` and reach the service
     through ``svc.orgs``, ``svc.seasons``, ``svc.events``, ``svc.entries`` and
-    ``svc.jobs``. ``base_url`` and ``token`` default to ``SVC_BASE_URL`` and
-    ``SVC_API_TOKEN``; ``account_url`` (default ``SVC_ACCOUNT_URL``, else ``base_url``)
-    serves ``GET /api/orgs/me`` and API-key login. ``clock`` is where every deadline,
-    pacing wait, poll and backoff reads the time and sleeps (default: the system clock;
-    tests pass ``svc_async.testing.VirtualClock``). ``tracing=True`` (the ``otel``
-    extra) runs each call in an OpenTelemetry span of the global tracer provider, or of
-    the ``TracerProvider`` given (see ``svc_async.tracing``). ``fleet`` (default
+    ``svc.jobs``. ``account_url`` serves ``GET /api/orgs/me`` and API-key login and
+    defaults to ``base_url``. What you pass wins: the hosts come from ``SVC_BASE_URL``
+    and ``SVC_ACCOUNT_URL`` only when you pass neither, and credentials from
+    ``SVC_API_TOKEN`` (or ``SVC_API_KEY_ID`` and ``SVC_API_KEY_SECRET``) only when you
+    pass neither ``token`` nor ``auth``. ``clock`` is where every deadline, pacing wait,
+    poll and backoff reads the time and sleeps (default: the system clock; tests pass
+    ``svc_async.testing.VirtualClock``). ``tracing=True`` (the ``otel`` extra) runs each
+    call in an OpenTelemetry span of the global tracer provider, or of the
+    ``TracerProvider`` given (see ``svc_async.tracing``). ``fleet`` (default
     ``SVC_FLEET_URL``) is a Redis URL: every client of the account given it draws from
     one rate budget.
 
@@ -215,12 +218,7 @@ class Client:
         clock: Clock | None = None,
         fleet: str | None = None,
     ) -> None:
-        base_url = base_url or os.environ.get("SVC_BASE_URL")
-        if not base_url:
-            raise ValueError("base_url is required (or set SVC_BASE_URL)")
-        self._base = _base(base_url, "base_url")
-        account_url = account_url or os.environ.get("SVC_ACCOUNT_URL") or self._base
-        self._account = _base(account_url, "account_url")
+        self._base, self._account = _hosts(base_url, account_url)
         if token is not None and auth is not None:
             raise ValueError("pass either token= or auth=, not both")
         if auth is None:
@@ -260,6 +258,8 @@ class Client:
         self._attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT if per == "default" else per
         self._retry = retry or RetryPolicy()
         self._origin = _origin_of(sys._getframe(1))
+        if user_agent is not None:
+            _validate.header_value(user_agent, "user_agent")
         headers = {
             "User-Agent": user_agent or f"svc-async/{__version__}",
             "Accept": "application/json",
@@ -622,13 +622,50 @@ def _origin_of(frame: Any) -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
+def _hosts(base_url: str | yarl.URL | None, account_url: str | yarl.URL | None) -> tuple[str, str]:
+    """The verification and account hosts: what the caller passes wins, never a mix.
+
+    Passed in code (``account_url`` defaulting to ``base_url``), or both taken from the
+    environment when neither is passed; ``SVC_ACCOUNT_URL`` is never combined with a
+    ``base_url`` passed in code (logins would carry the key secret to a host the code did
+    not name), and ``account_url`` without ``base_url`` is refused.
+    """
+    if base_url is None and account_url is None:
+        env_base = os.environ.get("SVC_BASE_URL")
+        if not env_base:
+            raise ValueError("base_url is required (or set SVC_BASE_URL)")
+        base = _base(env_base, "SVC_BASE_URL")
+        env_account = os.environ.get("SVC_ACCOUNT_URL")
+        return base, _base(env_account, "SVC_ACCOUNT_URL") if env_account else base
+    if base_url is None:
+        raise ValueError(
+            "account_url was passed without base_url: pass base_url too (SVC_BASE_URL is"
+            " not combined with hosts passed in code)"
+        )
+    base = _base(base_url, "base_url")
+    if account_url is not None:
+        return base, _base(account_url, "account_url")
+    stale = os.environ.get("SVC_ACCOUNT_URL")
+    if stale and stale.rstrip("/") != base:
+        logger.warning(
+            "SVC_ACCOUNT_URL is ignored because base_url was passed in code; the account"
+            " host is base_url (pass account_url= for another one)"
+        )
+    return base, base
+
+
 def _auth_from(token: str | None) -> Auth:
-    token = token or os.environ.get("SVC_API_TOKEN")
-    if token:
-        return BearerAuth(token)
-    key_id, secret = os.environ.get("SVC_API_KEY_ID"), os.environ.get("SVC_API_KEY_SECRET")
-    if key_id and secret:
-        return ApiKeyAuth(key_id, secret)
+    if token is not None:
+        return BearerAuth(token)  # passed in code: used as given, or refused
+    try:
+        token = os.environ.get("SVC_API_TOKEN")
+        if token:
+            return BearerAuth(token)
+        key_id, secret = os.environ.get("SVC_API_KEY_ID"), os.environ.get("SVC_API_KEY_SECRET")
+        if key_id and secret:
+            return ApiKeyAuth(key_id, secret)
+    except ValueError as exc:  # say where the bad value came from (never the value)
+        raise ValueError(f"from the environment (SVC_API_*): {exc}") from None
     raise ValueError(
         "no credentials: pass token= or auth=, or set SVC_API_TOKEN"
         " (or SVC_API_KEY_ID and SVC_API_KEY_SECRET)"

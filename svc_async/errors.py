@@ -15,6 +15,7 @@ them. The tree (a class appears under each of its SDK parents)::
         RequestTimeout                        a connect, read or total timeout passed
           ConnectTimeout
         ResponseTooLargeError                 body over the configured maximum
+        LocalProtocolError [ValueError]       refused before sending (a bad header)
       APIError                                a non-2xx status (status, body, issues)
         RedirectError                         3xx: API calls never follow redirects
         BadRequestError                       400
@@ -99,6 +100,14 @@ class ConnectTimeout(RequestTimeout, ConnectError):
 
 class ResponseTooLargeError(TransportError):
     """The response body (after decompression) exceeded the configured maximum."""
+
+
+class LocalProtocolError(TransportError, ValueError):
+    """The request was refused here before anything was sent, e.g. a header value with CR,
+    LF or NUL. Never retried: the same request would be refused again. Never sent, so a
+    create that fails this way certainly made nothing."""
+
+    maybe_sent = False
 
 
 @attrs.frozen(slots=True, kw_only=True)

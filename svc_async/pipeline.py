@@ -39,6 +39,7 @@ from .errors import (
     APIError,
     ClientClosedError,
     ConnectError,
+    LocalProtocolError,
     PacingExceedsDeadline,
     RateLimitError,
     RequestTimeout,
@@ -83,8 +84,9 @@ class Action(enum.Enum):
 class Outcome:
     """What one attempt produced: a status (None: no response) and the failure, if any.
 
-    ``server_wait`` is the wait the server asked for (Retry-After, or the reset on a
-    429); ``unprocessed`` is True when the answer proves the request was not acted on.
+    ``server_wait`` is the positive wait the server named (Retry-After, or the reset on
+    a 429), None when it named no usable one (see ``retry.server_wait``);
+    ``unprocessed`` is True when the answer proves the request was not acted on.
     """
 
     status: int | None
@@ -116,8 +118,9 @@ def outcome_of(
 ) -> Outcome:
     """Classify an attempt: did the service certainly not process it?
 
-    Unprocessed: a refused connection (``ConnectError``), a 429 and a 503 (the service,
-    or the gateway in front of it, refusing before anything starts). Everything else (a
+    Unprocessed: a refused connection (``ConnectError``), a request refused before
+    sending (``LocalProtocolError``), a 429 and a 503 (the service, or the gateway in
+    front of it, refusing before anything starts). Everything else (a
     500, 502 or 504, a dropped connection, a timeout, a body cut off) may have been
     processed. ``wall`` is the epoch time a ``Retry-After`` date is read against.
     """
@@ -149,12 +152,12 @@ def decide(
 
     ``backoff`` is the jittered wait the policy draws for this attempt (drawn by the
     caller so this stays pure). Rules, in order: 2xx returns; a 401 renews auth once;
-    an oversized body or a status outside ``policy.statuses`` raises; a failure that
-    may have been processed by a call unsafe to repeat is resolved (when a resolver
-    exists) or raised; a server wait above ``policy.max_server_wait`` raises as a rate
-    limit; a 429 retries until the deadline whatever the attempt count (unless the
-    policy turns retries off with ``attempts=1``); anything else
-    retries while attempts, deadline and retry budget allow.
+    an oversized body, a request refused locally or a status outside
+    ``policy.statuses`` raises; a failure that may have been processed by a call unsafe
+    to repeat is resolved (when a resolver exists) or raised; a server wait above
+    ``policy.max_server_wait`` raises as a rate limit, however large; then every retry,
+    429s included, needs an attempt left, a wait (``policy.retry_wait``) that ends
+    before the deadline (else it raises at once), and its cost in the retry budget.
     """
     status, failure = outcome.status, outcome.failure
     if failure is None and status is not None and 200 <= status < 300:
@@ -163,22 +166,22 @@ def decide(
         return RENEW
     if isinstance(failure, ResponseTooLargeError):
         return Decision(Action.RAISE, reason="too large")
+    if isinstance(failure, LocalProtocolError):
+        return Decision(Action.RAISE, reason="refused locally")
     if isinstance(failure, APIError) and status not in policy.statuses:
         return Decision(Action.RAISE, reason=f"HTTP {status}")
     if not idempotent and not outcome.unprocessed:
         if can_resolve:
             return Decision(Action.RESOLVE, reason="ambiguous")
         return Decision(Action.RAISE, reason="not safe to repeat")
-    wait = outcome.server_wait if outcome.server_wait is not None else backoff
-    if outcome.server_wait is not None and outcome.server_wait > policy.max_server_wait:
+    server = outcome.server_wait
+    if server is not None and server > policy.max_server_wait:
         return Decision(Action.RAISE, reason="server wait too long", rate_limited=True)
-    if attempt >= policy.attempts and (status != 429 or policy.attempts == 1):
+    if attempt >= policy.attempts:
         return Decision(Action.RAISE, reason="attempts spent")
+    wait = policy.retry_wait(attempt, backoff, server, refused=status in (429, 503))
     if deadline is not None and now + wait >= deadline:
         return Decision(Action.RAISE, reason="deadline", rate_limited=status == 429)
-    if status == 429:
-        # Refused before processing and paced by the server: no retry budget spent.
-        return Decision(Action.RETRY, wait=wait, reason="HTTP 429")
     cost = budget.cost(timeout=isinstance(failure, RequestTimeout))
     if budget_tokens < cost:
         return Decision(Action.RAISE, reason="retry budget exhausted")
@@ -705,7 +708,7 @@ async def run(env: Env, call: Call) -> Any:
                 return Reply(data) if call.reply else data
             if action is Action.RAISE:
                 raise failure
-            await clock.sleep(_wait_before_retry(env, call, attempt, decision, failure, deadline))
+            await clock.sleep(_wait_before_retry(call, attempt, decision))
     except asyncio.CancelledError:
         error = tracker.closing(task, f"{call.method} {call.url.path}")
         if error is not None:
@@ -784,20 +787,9 @@ def _after(
     return decision, failure
 
 
-def _wait_before_retry(
-    env: Env,
-    call: Call,
-    attempt: int,
-    decision: Decision,
-    failure: SvcError,
-    deadline: float | None,
-) -> float:
-    """How long to sleep before the next attempt (429 wake-ups spread); logs the retry."""
+def _wait_before_retry(call: Call, attempt: int, decision: Decision) -> float:
+    """How long to sleep before the next attempt (``decide`` drew it); logs the retry."""
     wait = decision.wait
-    if isinstance(failure, APIError) and failure.status == 429:
-        wait += env.rng.uniform(0.0, min(1.0, 0.1 + wait * 0.2))  # spread the wake-ups
-        if deadline is not None:
-            wait = min(wait, max(0.0, deadline - env.clock.now() - 0.01))
     logger.info(
         "retrying %s %s (attempt %d) after %s; waiting %.2fs",
         call.method,

@@ -32,6 +32,7 @@ from .clock import Clock
 from .errors import (
     BadRequestError,
     JobWaitTimeout,
+    LocalProtocolError,
     RateLimitError,
     ServerError,
     SvcError,
@@ -272,6 +273,8 @@ async def _get(
         if clock.expired():
             return None, None
         raise
+    except LocalProtocolError:
+        raise  # refused before sending: the next poll would be refused the same way
     except _TRANSIENT as exc:
         logger.warning("polling job %d failed (%s); will poll again", job_id, type(exc).__name__)
         return None, exc
@@ -487,6 +490,8 @@ class _Many:
                 if clock.expired():
                     return None
                 raise
+            except LocalProtocolError:
+                raise  # refused before sending: the next search would be refused the same way
             except _TRANSIENT as exc:
                 logger.warning("job search failed (%s); will try again", type(exc).__name__)
                 self.error = exc

@@ -48,7 +48,7 @@ def parse_rate_limit(headers: Mapping[str, str], now: float | None = None) -> Ra
     """
     limit = _int(headers.get("x-ratelimit-limit"))
     remaining = _int(headers.get("x-ratelimit-remaining"))
-    reset = parse_reset(headers.get("x-ratelimit-reset"), now)
+    reset = parse_reset(headers.get("x-ratelimit-reset"), now, date=headers.get("Date"))
     if limit is None and remaining is None and reset is None:
         return None
     return RateLimit(limit=limit, remaining=remaining, reset=reset)
@@ -319,7 +319,7 @@ class Pacer:
             self._shared = True  # our own count said there was budget: someone else spent it
         if rate is None or rate.remaining is None:
             if status == 429 and headers is not None:
-                wait = parse_retry_after(headers.get("Retry-After"), wall)
+                wait = parse_retry_after(headers.get("Retry-After"), wall, date=headers.get("Date"))
                 if wait is not None:
                     self._remaining = 0
                     self._window_end = min(self._window_end, self.clock.now() + wait + _MARGIN)
@@ -331,7 +331,9 @@ class Pacer:
         remaining = 0 if status == 429 else rate.remaining
         if status == 429:
             # Retry-After is the server's most specific word on when to call again.
-            retry_after = parse_retry_after(headers.get("Retry-After"), wall)
+            retry_after = parse_retry_after(
+                headers.get("Retry-After"), wall, date=headers.get("Date")
+            )
             if retry_after is not None:
                 reset = retry_after if reset is None else min(reset, retry_after)
         end = self.clock.now() + reset + _MARGIN if reset is not None else math.inf

@@ -7,6 +7,7 @@ wait_initial, wait_exp_base, wait_max, wait_jitter.
 
 from __future__ import annotations
 
+import datetime as dt
 import email.utils
 import random
 import threading
@@ -27,20 +28,80 @@ EPOCH_MS_THRESHOLD = 100_000_000_000
 """Above this, an epoch time is in milliseconds."""
 
 MAX_SERVER_WAIT = 86_400.0
-"""A wait the server names beyond a day is absurd and read as unknown (None)."""
+"""The pacer does not believe a window reset more than a day away (it stands aside).
+
+A retry never sleeps that long either: ``RetryPolicy.max_server_wait`` is at most this,
+and a wait the server names beyond it raises at once, however large (see ``decide``).
+"""
+
+REFUSAL_FLOOR = 0.5
+"""After a 429 or 503 that names no usable wait, the backoff is drawn from at least this
+fraction of its ceiling, so a refusal is never retried at once."""
 
 
 _INF = float("inf")
 
 
-def _sane(seconds: float, now: float | None) -> float | None:
-    """Seconds from a header value: epoch (s or ms) converted, absurd values unknown."""
+def _reference(now: float | None, date: str | None) -> float:
+    """The clock a date or epoch time is read against: the answer's own ``Date`` header.
+
+    A server's ``Retry-After`` date and its ``Date`` come from the same clock, so their
+    difference is right even when the client's clock is off; without a valid ``Date``
+    the client's clock (``now``, else the system clock's wall time) is used.
+    """
+    if date is not None:
+        parsed = _http_date(date)
+        if parsed is not None:
+            return parsed
+    return SYSTEM_CLOCK.wall() if now is None else now
+
+
+def _http_date(value: str) -> float | None:
+    """An HTTP date as epoch seconds (a date without a zone is UTC); None if not one."""
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if parsed is None:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    try:
+        return parsed.timestamp()
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+def read_wait(
+    value: str | None, now: float | None = None, *, date: str | None = None, dates: bool = True
+) -> float | None:
+    """Seconds from now that a ``Retry-After`` or ``x-ratelimit-reset`` value names, as given.
+
+    A number is seconds, or an epoch time above 10**9 (milliseconds above 10**11); with
+    ``dates`` an HTTP date is read too. Dates and epoch times are read against ``date``
+    (the answer's ``Date`` header) when valid, else the client's clock. The result may
+    be negative (in the past) and is never capped; None when the value is no number or
+    date at all (missing, empty, garbage, NaN, infinite).
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        if not dates:
+            return None
+        when = _http_date(value)
+        return None if when is None else when - _reference(now, date)
+    if seconds != seconds or seconds in (_INF, -_INF):
+        return None
     if seconds > EPOCH_MS_THRESHOLD:
         seconds /= 1000.0
     if seconds > EPOCH_THRESHOLD:
-        seconds -= SYSTEM_CLOCK.wall() if now is None else now
-    seconds = max(0.0, seconds)
-    return None if seconds > MAX_SERVER_WAIT else seconds
+        seconds -= _reference(now, date)
+    return seconds
 
 
 _testing = False
@@ -82,8 +143,10 @@ class RetryPolicy:
     random: the wait is uniform in ``[ceiling * (1 - wait_jitter), ceiling]``, so the
     default 1.0 is full jitter and 0.0 waits exactly the ceiling. A server-directed wait
     (``Retry-After``, or ``x-ratelimit-reset`` on 429) is honoured up to
-    ``max_server_wait`` seconds; a longer one is raised as ``RateLimitError`` instead of
-    being slept through. How long a call may take in all is the call's ``timeout``.
+    ``max_server_wait`` seconds (at most a day); a longer one is raised as
+    ``RateLimitError`` instead of being slept through. ``retry_wait`` is the whole rule
+    for how long a retry waits. How long a call may take in all is the call's
+    ``timeout``.
 
     Deprecated, still working with a ``DeprecationWarning``: ``max_attempts`` (now
     ``attempts``), ``jitter=True/False`` (now ``wait_jitter``), and ``timeout``, which
@@ -148,6 +211,11 @@ class RetryPolicy:
             raise ValueError(f"wait_jitter must be a fraction in [0, 1], got {self.wait_jitter!r}")
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError("timeout must be positive or None")
+        if not 0 <= self.max_server_wait <= MAX_SERVER_WAIT:
+            raise ValueError(
+                f"max_server_wait must be between 0 and {MAX_SERVER_WAIT:g} seconds (a day),"
+                f" got {self.max_server_wait!r}"
+            )
 
     @property
     def max_attempts(self) -> int:
@@ -171,6 +239,23 @@ class RetryPolicy:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
         return jittered(self.ceiling(attempt), self.wait_jitter, rng)
 
+    def retry_wait(
+        self, attempt: int, backoff: float, server_wait: float | None, *, refused: bool
+    ) -> float:
+        """How long to wait before retrying after failed attempt ``attempt``: the one rule.
+
+        ``backoff`` is what ``backoff(attempt)`` drew. With a usable server wait the
+        retry waits that plus the backoff, so clients told the same wait do not wake
+        together. A refusal (429, 503) naming no usable wait lifts the backoff to at least
+        ``REFUSAL_FLOOR`` of its ceiling, keeping it jittered: never an immediate retry.
+        Anything else waits the backoff.
+        """
+        if server_wait is not None:
+            return server_wait + backoff
+        if refused:
+            return self.ceiling(attempt) * REFUSAL_FLOOR + backoff * (1.0 - REFUSAL_FLOOR)
+        return backoff
+
 
 def jittered(wait: float, wait_jitter: float, rng: random.Random | None = None) -> float:
     """``wait`` with the fraction ``wait_jitter`` of it drawn at random, never above it.
@@ -183,39 +268,30 @@ def jittered(wait: float, wait_jitter: float, rng: random.Random | None = None) 
     return (rng or random).uniform(wait * (1.0 - wait_jitter), wait)
 
 
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+def parse_retry_after(
+    value: str | None, now: float | None = None, *, date: str | None = None
+) -> float | None:
     """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date.
 
-    Negative values and dates in the past give 0; garbage gives None.
+    Negative values and dates in the past give 0; garbage, and waits beyond
+    ``MAX_SERVER_WAIT``, give None (what the pacer believes; the retry decision reads
+    the value whole through ``server_wait``).
     """
-    if value is None:
+    seconds = read_wait(value, now, date=date)
+    if seconds is None or seconds > MAX_SERVER_WAIT:
         return None
-    value = value.strip()
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            parsed = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if parsed is None:
-            return None
-        seconds = parsed.timestamp() - (SYSTEM_CLOCK.wall() if now is None else now)
-    else:
-        if seconds != seconds or seconds in (_INF, -_INF):
-            return None
-        return _sane(seconds, now)
-    return None if seconds > MAX_SERVER_WAIT else max(0.0, seconds)
+    return max(0.0, seconds)
 
 
-def parse_reset(value: str | None, now: float | None = None) -> float | None:
+def parse_reset(
+    value: str | None, now: float | None = None, *, date: str | None = None
+) -> float | None:
     """Seconds until the rate window resets, from ``x-ratelimit-reset``.
 
     The service sends seconds until reset (``60``); a value that looks like an epoch
-    time (above 10**9; above 10**11 in milliseconds) is read as one. Negative, garbage
-    and absurd values (more than a day away) give None.
+    time (above 10**9; above 10**11 in milliseconds) is read as one, against ``date``
+    (the answer's ``Date``) when given. Negative, garbage and absurd values (more than
+    a day away) give None; an epoch time in the past gives 0.
     """
     if value is None:
         return None
@@ -225,21 +301,26 @@ def parse_reset(value: str | None, now: float | None = None) -> float | None:
         return None
     if 0.0 <= seconds <= MAX_SERVER_WAIT:
         return seconds  # the usual case: a number of seconds, neither epoch nor absurd
-    if seconds != seconds or seconds < 0 or seconds == _INF:
+    if not seconds >= 0 or seconds == _INF:
         return None  # NaN, negative or infinite
-    return _sane(seconds, now)  # an epoch time (seconds or milliseconds), or absurd
+    until = read_wait(value, now, date=date, dates=False)  # an epoch time, or absurd
+    return None if until is None or until > MAX_SERVER_WAIT else max(0.0, until)
 
 
 def server_wait(status: int, headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """The wait the server asked for: Retry-After, else on 429 the rate-limit reset.
+    """The wait a refusal names, in seconds, or None when it names no usable wait.
 
-    ``now`` is the wall time dates and epoch values are read against (default: the
-    system clock's).
+    ``Retry-After``, else on a 429 ``x-ratelimit-reset``; dates and epoch times are read
+    against the answer's ``Date``. Only a positive wait counts: zero, negative, a past
+    date, garbage and a missing header are all "no usable wait". Nothing is capped: a
+    wait of two days is two days (the retry decision raises it at once). ``now`` is the
+    client's wall time, used only when the answer has no valid ``Date``.
     """
-    wait = parse_retry_after(headers.get("Retry-After"), now)
-    if wait is None and status == 429:
-        wait = parse_reset(headers.get("x-ratelimit-reset"), now)
-    return wait
+    date = headers.get("Date")
+    wait = read_wait(headers.get("Retry-After"), now, date=date)
+    if (wait is None or wait <= 0) and status == 429:
+        wait = read_wait(headers.get("x-ratelimit-reset"), now, date=date, dates=False)
+    return wait if wait is not None and wait > 0 else None
 
 
 class RetryBudget:

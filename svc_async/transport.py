@@ -22,10 +22,12 @@ import orjson
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from ._validate import header_problem
 from .errors import (
     ConnectError,
     ConnectionLostError,
     ConnectTimeout,
+    LocalProtocolError,
     RequestTimeout,
     ResponseTooLargeError,
     TransportError,
@@ -237,6 +239,7 @@ class AiohttpTransport:
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: dict[Timeout | None, aiohttp.ClientTimeout] = {}
+        self._checked: Mapping[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"<AiohttpTransport limit={self._limit} owns_session={self._owns_session}>"
@@ -274,7 +277,16 @@ class AiohttpTransport:
         return cached
 
     def _open(self, request: Request) -> Any:
-        """Start ``request`` on the session; never follows redirects."""
+        """Start ``request`` on the session; never follows redirects.
+
+        A header aiohttp would refuse is refused here first, as ``LocalProtocolError``:
+        aiohttp's own refusal is a bare ValueError from deep inside its writer.
+        """
+        if request.headers is not self._checked:  # the client reuses one headers object
+            bad = header_problem(request.headers)
+            if bad is not None:
+                raise _refused(request, bad)
+            self._checked = request.headers
         return self._get_session().request(
             request.method,
             request.url,
@@ -407,7 +419,23 @@ def _wrap_error(exc: BaseException, request: Request) -> TransportError:
         )
     if isinstance(exc, aiohttp.ClientError | OSError):
         return ConnectionLostError(f"connection lost during {where}: {detail}", request=request)
+    if isinstance(exc, ValueError | TypeError):
+        # aiohttp refuses, before writing a byte, a header holding a control character
+        # (ValueError) or not a string (TypeError): never sent, and never worth a retry.
+        bad = header_problem(request.headers)
+        if bad is not None:
+            return _refused(request, bad)
     return TransportError(f"{where} failed: {detail}", request=request)
+
+
+def _refused(request: Request, header: str) -> LocalProtocolError:
+    """The error for a request refused before sending; names the header, never its value."""
+    return LocalProtocolError(
+        f"{request.method} {redact_url(request.url)} was refused before sending: header"
+        f" {header!r:.60} is not a string or holds a control character (CR, LF, NUL or"
+        " another)",
+        request=request,
+    )
 
 
 Handler = Callable[[Request], "Response | Awaitable[Response]"]
@@ -437,6 +465,7 @@ class MockTransport:
         self.handler = handler
         self.requests: list[Request] = []
         self.closed = False
+        self._checked: Mapping[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"<MockTransport requests={len(self.requests)}>"
@@ -445,6 +474,11 @@ class MockTransport:
         """Record ``request`` and answer with the handler's response."""
         if self.closed:
             raise TransportError("transport is closed")
+        if request.headers is not self._checked:  # the client reuses one headers object
+            bad = header_problem(request.headers)
+            if bad is not None:  # refused as aiohttp refuses it
+                raise _refused(request, bad)
+            self._checked = request.headers
         self.requests.append(request)
         result = self.handler(request)
         if inspect.isawaitable(result):

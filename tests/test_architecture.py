@@ -97,9 +97,9 @@ ALLOWED = {
     "models": {"_codegen"},  # the NO_EXTRA sentinel; nothing else
     "converter": {"models", "_codegen", "errors"},
     "_incremental": {"converter", "errors", "redact", "pipeline", "transport"},
-    "transport": {"errors", "redact"},
+    "transport": {"errors", "redact", "_validate"},
     "types": {"transport"},
-    "auth": {"errors"},
+    "auth": {"errors", "_validate"},
     "ratelimit": {"clock", "errors", "models", "retry"},
     "pipeline": {"auth", "clock", "errors", "models", "ratelimit", "redact", "retry", "transport"},
     "invites": {"_validate"},

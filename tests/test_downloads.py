@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -354,5 +355,10 @@ async def test_a_download_s_retries_end_by_its_timeout() -> None:
         with pytest.raises(ServerError):
             await svc.download("https://s.example/x", io.BytesIO(), timeout=5)
         elapsed = asyncio.get_running_loop().time() - start
-    assert [round(t - start) for t in sent] == [0, 2, 4]  # a fourth would end past 5 s
+    # Each retry waits the 2 s asked plus the jittered backoff (at most 0.5 s, then 1 s);
+    # no attempt starts, and no wait ends, past the 5 s deadline.
+    gaps = [later - earlier for earlier, later in itertools.pairwise(sent)]
+    assert 2 <= len(sent) <= 3
+    assert all(2.0 <= gap <= 2.0 + policy.ceiling(n) for n, gap in enumerate(gaps, 1))
+    assert sent[-1] - start < 5
     assert elapsed < 5

@@ -11,6 +11,7 @@ from svc_async.errors import (
     ConnectError,
     ConnectionLostError,
     ConnectTimeout,
+    LocalProtocolError,
     RequestTimeout,
     ResponseDecodeError,
     ResponseTooLargeError,
@@ -84,12 +85,12 @@ TABLE: list[tuple[str, int | None, Any, dict[str, Any], Action, float | None]] =
     ("504 retries a GET", 504, _api(504), {}, Action.RETRY, 0.5),
     ("408 retries a GET", 408, _api(408), {}, Action.RETRY, 0.5),
     (
-        "Retry-After wins over backoff",
+        "Retry-After plus the backoff",
         503,
         _api(503),
         {"headers": {"Retry-After": "3"}},
         Action.RETRY,
-        3.0,
+        3.5,
     ),
     (
         "Retry-After beyond max_server_wait raises",
@@ -137,15 +138,15 @@ TABLE: list[tuple[str, int | None, Any, dict[str, Any], Action, float | None]] =
         _api(429),
         {"idempotent": False, "headers": {"Retry-After": "1"}},
         Action.RETRY,
-        1.0,
+        1.5,
     ),
     (
-        "429 retries past max_attempts",
+        "429 counts against attempts",
         429,
         _api(429),
-        {"attempt": 40, "headers": {"Retry-After": "1"}},
-        Action.RETRY,
-        1.0,
+        {"attempt": 4, "headers": {"Retry-After": "1"}},
+        Action.RAISE,
+        None,
     ),
     (
         "429 learns the wait from x-ratelimit-reset",
@@ -153,8 +154,56 @@ TABLE: list[tuple[str, int | None, Any, dict[str, Any], Action, float | None]] =
         _api(429),
         {"headers": {"x-ratelimit-reset": "2"}},
         Action.RETRY,
-        2.0,
+        2.5,
     ),
+    (
+        "429 Retry-After 0 falls back to x-ratelimit-reset",
+        429,
+        _api(429),
+        {"headers": {"Retry-After": "0", "x-ratelimit-reset": "2"}},
+        Action.RETRY,
+        2.5,
+    ),
+    *[
+        (
+            f"429 Retry-After {value!r}: no usable wait, backoff from the floor",
+            status,
+            _api(status),
+            {"headers": {"Retry-After": value}, "backoff": 0.0},
+            Action.RETRY,
+            0.25,  # half the first ceiling (0.5), never 0
+        )
+        for value in ("0", "-5", "Thu, 01 Jan 1970 00:00:00 GMT", "soon", "", "nan", "inf")
+        for status in (429, 503)
+    ],
+    (
+        "503 without Retry-After: backoff from the floor",
+        503,
+        _api(503),
+        {"backoff": 0.0},
+        Action.RETRY,
+        0.25,
+    ),
+    (
+        "502 is no refusal: the backoff as drawn",
+        502,
+        _api(502),
+        {"backoff": 0.0},
+        Action.RETRY,
+        0.0,
+    ),
+    *[
+        (
+            f"{header} {value} beyond max_server_wait raises",
+            429,
+            _api(429),
+            {"headers": {header: value}},
+            Action.RAISE,
+            None,
+        )
+        for header in ("Retry-After", "x-ratelimit-reset")
+        for value in ("100", "172800", "1e15")
+    ],
     (
         "429 past the deadline raises",
         429,
@@ -163,7 +212,16 @@ TABLE: list[tuple[str, int | None, Any, dict[str, Any], Action, float | None]] =
         Action.RAISE,
         None,
     ),
-    ("429 spends no retry budget", 429, _api(429), {"tokens": 0}, Action.RETRY, 0.5),
+    ("429 spends the retry budget", 429, _api(429), {"tokens": 4}, Action.RAISE, None),
+    ("a header refused locally raises", None, LocalProtocolError("CR"), {}, Action.RAISE, None),
+    (
+        "a header refused locally on a create raises, never resolves",
+        None,
+        LocalProtocolError("CR"),
+        {"idempotent": False, "can_resolve": True},
+        Action.RAISE,
+        None,
+    ),
     ("reset retries a GET", None, ConnectionLostError("reset"), {}, Action.RETRY, 0.5),
     ("read timeout retries a GET", None, RequestTimeout("slow"), {}, Action.RETRY, 0.5),
     (
@@ -298,4 +356,32 @@ def test_outcome_marks_only_refusals_unprocessed() -> None:
 def test_a_429_is_not_retried_when_the_policy_turns_retries_off() -> None:
     off = RetryPolicy(attempts=1)
     assert _decide(429, _api(429), policy=off).action is Action.RAISE
-    assert _decide(429, _api(429), attempt=5).action is Action.RETRY
+    assert _decide(429, _api(429), attempt=3).action is Action.RETRY
+    assert _decide(429, _api(429), attempt=4).action is Action.RAISE
+
+
+@pytest.mark.parametrize("headers", [{"Retry-After": "5"}, {"Retry-After": "0"}, {}])
+@pytest.mark.parametrize(("status", "rate_limited"), [(429, True), (503, False)])
+def test_a_wait_past_the_deadline_raises_at_once_a_429_as_a_rate_limit(
+    headers: dict[str, str], status: int, rate_limited: bool
+) -> None:
+    decision = _decide(status, _api(status), headers=headers, now=9.9, backoff=0.5)
+    assert decision.action is Action.RAISE
+    assert decision.reason == "deadline"
+    assert decision.rate_limited is rate_limited
+
+
+@pytest.mark.parametrize("attempt", [1, 2, 3])
+@pytest.mark.parametrize("value", ["0", "-5", "soon", "Thu, 01 Jan 1970 00:00:00 GMT", None])
+def test_a_refusal_without_a_usable_wait_is_never_retried_at_once(
+    attempt: int, value: str | None
+) -> None:
+    headers = {} if value is None else {"Retry-After": value}
+    policy = RetryPolicy(attempts=4)
+    for draw in (0.0, 0.3, 1.0):  # the backoff's jitter anywhere in [0, ceiling]
+        backoff = draw * policy.ceiling(attempt)
+        decision = _decide(
+            429, _api(429), headers=headers, attempt=attempt, backoff=backoff, policy=policy
+        )
+        assert decision.action is Action.RETRY
+        assert policy.ceiling(attempt) / 2 <= decision.wait <= policy.ceiling(attempt)

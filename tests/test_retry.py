@@ -27,7 +27,13 @@ from svc_async import (
     ServerError,
     json_response,
 )
-from svc_async.retry import RETRYABLE_STATUSES, parse_reset, parse_retry_after
+from svc_async.retry import (
+    MAX_SERVER_WAIT,
+    RETRYABLE_STATUSES,
+    parse_reset,
+    parse_retry_after,
+    server_wait,
+)
 
 from .conftest import load
 from .test_examples import example_request
@@ -237,6 +243,79 @@ def test_retry_after_parsing(value: str | None, expected: float | None) -> None:
 def test_reset_parsing(value: str | None, expected: float | None) -> None:
     got = parse_reset(value, now=NOW)
     assert got == pytest.approx(expected, abs=1.0) if expected is not None else got is None
+
+
+def _date(at: float) -> str:
+    return email.utils.formatdate(at, usegmt=True)
+
+
+@pytest.mark.parametrize("skew", [-3600.0, 0.0, 3600.0])
+def test_a_date_is_read_against_the_answers_own_clock(skew: float) -> None:
+    # The server's Date and its Retry-After come from one clock: the wait is right
+    # however far the client's clock is off.
+    headers = {"Date": _date(NOW), "Retry-After": _date(NOW + 30)}
+    assert server_wait(429, headers, now=NOW + skew) == pytest.approx(30)
+    assert parse_retry_after(headers["Retry-After"], now=NOW + skew, date=headers["Date"]) == (
+        pytest.approx(30)
+    )
+    epoch = {"Date": _date(NOW), "x-ratelimit-reset": str(int(NOW + 45))}
+    assert server_wait(429, epoch, now=NOW + skew) == pytest.approx(45)
+    assert parse_reset(epoch["x-ratelimit-reset"], now=NOW + skew, date=epoch["Date"]) == (
+        pytest.approx(45)
+    )
+
+
+def test_without_a_date_header_the_clients_clock_is_used() -> None:
+    assert server_wait(429, {"Retry-After": _date(NOW + 30)}, now=NOW) == pytest.approx(30)
+    # The client's clock an hour fast and no Date: the date looks past, no usable wait.
+    assert server_wait(429, {"Retry-After": _date(NOW + 30)}, now=NOW + 3600) is None
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Retry-After": "3"}, 3.0),
+        ({"Retry-After": "0"}, None),
+        ({"Retry-After": "-5"}, None),
+        ({"Retry-After": _date(NOW - 30)}, None),
+        ({"Retry-After": "soon"}, None),
+        ({"Retry-After": "1e999"}, None),
+        ({}, None),
+        ({"Retry-After": "100"}, 100.0),
+        ({"Retry-After": "172800"}, 172800.0),  # believed: the decision raises it at once
+        ({"x-ratelimit-reset": "172800"}, 172800.0),
+        ({"x-ratelimit-reset": str(int(NOW + 2 * 86400))}, 172800.0),
+        ({"Retry-After": "0", "x-ratelimit-reset": "7"}, 7.0),
+        ({"x-ratelimit-reset": "-1"}, None),
+        ({"x-ratelimit-reset": _date(NOW + 30)}, None),  # the reset is a number, never a date
+    ],
+)
+def test_server_wait_names_only_a_positive_wait_and_caps_nothing(
+    headers: dict[str, str], expected: float | None
+) -> None:
+    got = server_wait(429, headers, now=NOW)
+    assert got == pytest.approx(expected, abs=1.0) if expected is not None else got is None
+
+
+def test_only_a_429_falls_back_to_the_rate_limit_reset() -> None:
+    assert server_wait(503, {"x-ratelimit-reset": "7"}, now=NOW) is None
+
+
+@pytest.mark.parametrize("bad", [-1.0, MAX_SERVER_WAIT + 1, float("inf"), float("nan")])
+def test_max_server_wait_is_between_zero_and_a_day(bad: float) -> None:
+    with pytest.raises(ValueError, match="max_server_wait"):
+        RetryPolicy(max_server_wait=bad)
+
+
+def test_retry_wait_is_the_one_rule() -> None:
+    policy = RetryPolicy(wait_initial=1.0, wait_max=8.0)
+    # A named wait: that plus the backoff drawn (wake-ups spread).
+    assert policy.retry_wait(1, 0.3, 10.0, refused=True) == pytest.approx(10.3)
+    # A refusal naming nothing: the draw mapped into [ceiling / 2, ceiling].
+    assert policy.retry_wait(3, 0.0, None, refused=True) == pytest.approx(2.0)
+    assert policy.retry_wait(3, 4.0, None, refused=True) == pytest.approx(4.0)
+    # Anything else: the backoff as drawn.
+    assert policy.retry_wait(3, 0.0, None, refused=False) == 0.0
 
 
 @pytest.mark.looptime

@@ -82,8 +82,13 @@ def make_client(args: argparse.Namespace) -> Client:
             "no credentials: pass --token or --api-key-id/--api-key-secret,"
             " or set SVC_API_TOKEN (or SVC_API_KEY_ID and SVC_API_KEY_SECRET)"
         )
+    base_url = args.base_url
+    if args.account_url and not base_url:
+        # The Client never mixes a host passed in code with one from the environment;
+        # here each flag falls back to its own variable, as --help says.
+        base_url = env.get("SVC_BASE_URL")
     # --timeout is the whole command's deadline (see _run), not a per-request limit.
-    return Client(args.base_url, token=args.token, auth=auth, account_url=args.account_url)
+    return Client(base_url, token=args.token, auth=auth, account_url=args.account_url)
 
 
 async def _run(args: argparse.Namespace, ui: Ui) -> Outcome:
