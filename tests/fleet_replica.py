@@ -1,12 +1,13 @@
 """A webhook replica or a waiter process of the fleet tests (run as a script).
 
     python tests/fleet_replica.py replica FLEET_URL PORT LOG HANG_JOB
-    python tests/fleet_replica.py waiter FLEET_URL JOB_ID
+    python tests/fleet_replica.py waiter FLEET_URL JOB_ID...
 
 A replica serves ``WebhookReceiver(secret="s", fleet=..., claim_after=0.5)`` on PORT; its
 status callback appends ``"<pid> <job id>"`` to LOG, and the fleet's first run of
-HANG_JOB hangs for good (after logging ``"<pid> <job id> started"``). A waiter subscribes to JOB_ID and prints
-the wall time at which the update woke it. Both print ``ready`` once they listen.
+HANG_JOB hangs for good (after logging ``"<pid> <job id> started"``). A waiter subscribes
+to each JOB_ID and prints the wall time at which each update woke it, in the order given.
+Both print ``ready`` once they listen.
 """
 
 from __future__ import annotations
@@ -51,17 +52,18 @@ async def replica(fleet: str, port: int, log: str, hang: int) -> None:
     await runner.cleanup()
 
 
-async def waiter(fleet: str, job_id: int) -> None:
+async def waiter(fleet: str, job_ids: list[int]) -> None:
     async with WebhookReceiver("s", fleet=fleet) as receiver:
-        sub = receiver.subscribe(job_id)
+        subs = [receiver.subscribe(job_id) for job_id in job_ids]
         await asyncio.wait_for(receiver._fleet.wake.ready.wait(), 10)
         print("ready", flush=True)
-        await asyncio.wait_for(sub.event.wait(), 30)
-        print(time.time(), flush=True)
+        for sub in subs:  # woken in this order
+            await asyncio.wait_for(sub.event.wait(), 30)
+            print(time.time(), flush=True)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "replica":
         asyncio.run(replica(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])))
     else:
-        asyncio.run(waiter(sys.argv[2], int(sys.argv[3])))
+        asyncio.run(waiter(sys.argv[2], [int(job_id) for job_id in sys.argv[3:]]))

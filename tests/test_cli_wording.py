@@ -204,7 +204,7 @@ def test_no_status_lines_when_stderr_is_not_a_terminal() -> None:
 @pytest.mark.parametrize(
     ("limit", "message"),
     [
-        (["--timeout", "1.5"], "--timeout: the command did not finish within 1.5s"),
+        (["--timeout", "0.6"], "--timeout: the command did not finish within 0.6s"),
         (["--wait-timeout", "0.5"], "--wait-timeout: job "),
     ],
 )
@@ -255,7 +255,7 @@ def test_a_create_cut_short_by_the_deadline_says_the_job_may_exist(
         faults = FaultConfig(create_stall=1.0, stall_seconds=5.0)
         fake = FakeService(seed=1, faults=faults)
         async with fake.serve("127.0.0.1") as url:
-            argv = ["--base-url", url, "--token", FakeService.DEFAULT_TOKEN, "--timeout", "1",
+            argv = ["--base-url", url, "--token", FakeService.DEFAULT_TOKEN, "--timeout", "0.5",
                     *CREATE, "--start", "2025-03-01", "--end", "2025-03-02"]  # fmt: skip
             holder["code"] = await asyncio.to_thread(main, argv)
 
@@ -264,6 +264,6 @@ def test_a_create_cut_short_by_the_deadline_says_the_job_may_exist(
     assert holder["code"] == ExitCode.NETWORK
     assert out == ""
     assert err == (
-        "svc-async: error: --timeout: the command did not finish within 1s"
+        "svc-async: error: --timeout: the command did not finish within 0.5s"
         " (the job may have been created: look for it with jobs search)\n"
     )

@@ -100,7 +100,7 @@ def _check_tour(out: str) -> None:
 def test_demo_as_a_subprocess() -> None:
     began = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "svc_async", "demo", "--no-color", "--delay", "1"],
+        [sys.executable, "-m", "svc_async", "demo", "--no-color", "--delay", "0.2"],
         env=_env(),
         capture_output=True,
         text=True,
@@ -121,7 +121,7 @@ def test_demo_without_rich() -> None:
     code = (
         "import sys; sys.modules['rich'] = None\n"
         "from svc_async.cli import main\n"
-        "sys.exit(main(['demo', '--delay', '0.5', '--seed', '7']))\n"
+        "sys.exit(main(['demo', '--delay', '0.2', '--seed', '7']))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],
@@ -140,7 +140,7 @@ def test_demo_without_rich() -> None:
 
 def test_demo_in_process_plain() -> None:
     out = io.StringIO()
-    assert run_demo(delay=0.4, seed=2, plain=True, out=out) == 0
+    assert run_demo(delay=0.2, seed=2, plain=True, out=out) == 0
     _check_tour(out.getvalue())
 
 

@@ -80,7 +80,7 @@ def test_marker_sets_knobs_and_jobs_finish_fast(pytester: pytest.Pytester) -> No
         """
         import datetime as dt
         import pytest
-        from svc_async import JobRequest
+        from svc_async import JobRequest, PollPolicy
 
         @pytest.mark.asyncio
         @pytest.mark.svc_fake(seed=7, rate_limit=None, demo_data=False)
@@ -102,6 +102,7 @@ def test_marker_sets_knobs_and_jobs_finish_fast(pytester: pytest.Pytester) -> No
                     end_date=dt.date(2025, 3, 2),
                 ),
                 timeout=10,
+                policy=PollPolicy(wait_initial=0.05),  # the first look after 1 s otherwise
             )
             assert job.is_finished
         """,

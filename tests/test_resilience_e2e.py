@@ -185,7 +185,7 @@ async def test_cancelling_half_of_2000_requests_leaks_nothing() -> None:
             tasks = [asyncio.create_task(svc.jobs.get(1 + i % 4)) for i in range(2000)]
             victims = rng.sample(tasks, 1000)
             for victim in victims:
-                await asyncio.sleep(rng.random() * 0.002)
+                await asyncio.sleep(rng.random() * 0.0008)  # spread over the run (about 0.4 s)
                 victim.cancel()
             results = await asyncio.gather(*tasks, return_exceptions=True)
             cancelled = sum(isinstance(r, asyncio.CancelledError) for r in results)
@@ -204,24 +204,32 @@ async def test_cancelling_half_of_2000_requests_leaks_nothing() -> None:
         await transport.aclose()
 
 
+@pytest.mark.looptime
 @pytest.mark.parametrize("mode", ["loopback", "in-process"])
 async def test_token_expiry_renews_through_api_key_login(mode: str) -> None:
     from svc_async import ApiKeyAuth
 
-    async with FakeService(seed=0, token_ttl=0.2) as fake:
+    clock = VirtualClock()  # the token's 0.2 s life and the 0.3 s pause: virtual
+    async with FakeService(seed=0, token_ttl=0.2, clock=clock) as fake:
         key, secret = FakeService.DEFAULT_API_KEY
         if mode == "loopback":
-            async with fake.serve() as url, Client(url, auth=ApiKeyAuth(key, secret)) as svc:
+            async with (
+                fake.serve() as url,
+                Client(url, auth=ApiKeyAuth(key, secret), clock=clock) as svc,
+            ):
                 await svc.seasons.list()
-                await asyncio.sleep(0.3)
+                await clock.sleep(0.3)
                 results = await asyncio.gather(*(svc.seasons.list() for _ in range(20)))
         else:
             transport = fake.transport()
             async with Client(
-                "http://fake.invalid", auth=ApiKeyAuth(key, secret), transport=transport
+                "http://fake.invalid",
+                auth=ApiKeyAuth(key, secret),
+                transport=transport,
+                clock=clock,
             ) as svc:
                 await svc.seasons.list()
-                await asyncio.sleep(0.3)
+                await clock.sleep(0.3)
                 results = await asyncio.gather(*(svc.seasons.list() for _ in range(20)))
             await transport.aclose()
         assert len(results) == 20
