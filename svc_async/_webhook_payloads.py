@@ -9,14 +9,13 @@ into a float, so a body with such a number is decoded again by the standard libr
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
+from ._exact_json import NestedTooDeeply, has_long_number, loads_exact
 from .errors import ResponseDecodeError, WebhookPayloadError
 from .models import Entry, JobStatus, OutputFile
 
@@ -73,10 +72,6 @@ EntryCallback = Callable[[EntryUpdate], Awaitable[None] | None]
 OutputFileCallback = Callable[[OutputFileUpdate], Awaitable[None] | None]
 """An output-file callback: a plain function or a coroutine function."""
 
-_LONG_NUMBER = re.compile(rb"\d{19}")
-"""A run of 19 digits: the body may hold an integer orjson cannot read exactly (beyond
-signed or unsigned 64 bits) and would return as a float."""
-
 _EXACT_FLOAT_LIMIT = 2**53
 """Floats at or beyond this size are not exact integers: they are refused as ids."""
 
@@ -93,7 +88,7 @@ def _load(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
     except orjson.JSONDecodeError as exc:
         raise WebhookPayloadError(f"webhook body is not valid JSON ({exc.msg})") from None
     raw = body.encode() if isinstance(body, str) else bytes(body)
-    if _LONG_NUMBER.search(raw):
+    if has_long_number(raw):
         data = _exact(raw)
     if not isinstance(data, dict):
         raise WebhookPayloadError(f"webhook body must be a JSON object, got {type(data).__name__}")
@@ -103,8 +98,8 @@ def _load(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
 def _exact(raw: bytes) -> Any:
     """``raw`` (valid JSON: orjson read it) decoded with every integer exact."""
     try:
-        return json.loads(raw)
-    except RecursionError:
+        return loads_exact(raw)
+    except NestedTooDeeply:
         raise WebhookPayloadError("webhook body is nested too deeply") from None
     except ValueError as exc:  # an integer of more than 4,300 digits
         raise WebhookPayloadError(f"webhook body holds a number too long to read ({exc})") from None

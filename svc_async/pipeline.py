@@ -33,6 +33,7 @@ import orjson
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from ._exact_json import NestedTooDeeply, has_long_number, loads_exact
 from .auth import AccountCall, Auth, secrets_of
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import (
@@ -517,27 +518,18 @@ def decode_json(response: Response) -> Any:
             f"HTTP {response.status} body is not valid JSON ({exc.msg}): {snippet!r}",
             status=response.status,
         ) from None
-    if content.translate(_DIGITS).find(_NINETEEN) >= 0:
+    if has_long_number(content):
         # orjson reads integers beyond 64 bits as floats: decode exactly instead.
-        import json
-
         try:
-            data = json.loads(content)
-        except ValueError:
-            pass  # not UTF-8 or a quirk orjson accepts: keep orjson's reading
-        except RecursionError:
-            # The stdlib parser recurses per level; orjson took up to 1,024 of them.
+            data = loads_exact(content)
+        except NestedTooDeeply:
             raise ResponseDecodeError(
                 f"HTTP {response.status} body is nested too deeply to decode exactly",
                 status=response.status,
             ) from None
+        except ValueError:
+            pass  # not UTF-8 or a quirk orjson accepts: keep orjson's reading
     return data
-
-
-_DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
-"""Maps every digit to ``0`` and everything else to a space (a C-speed scan for runs)."""
-_NINETEEN = b"0" * 19
-"""A run of 19+ digits: a number that may not fit 64 bits (or a long digit string)."""
 
 
 def api_error(
