@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from ._exact_json import NestedTooDeeply, has_long_number, loads_exact
+from ._exact_json import has_long_number, loads_exact, too_deep
 from .errors import ResponseDecodeError, WebhookPayloadError
 from .models import Entry, JobStatus, OutputFile
 
@@ -97,10 +97,10 @@ def _load(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _exact(raw: bytes) -> Any:
     """``raw`` (valid JSON: orjson read it) decoded with every integer exact."""
+    if too_deep(raw):
+        raise WebhookPayloadError("webhook body is nested too deeply")
     try:
         return loads_exact(raw)
-    except NestedTooDeeply:
-        raise WebhookPayloadError("webhook body is nested too deeply") from None
     except ValueError as exc:  # an integer of more than 4,300 digits
         raise WebhookPayloadError(f"webhook body holds a number too long to read ({exc})") from None
 

@@ -33,7 +33,7 @@ import orjson
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from ._exact_json import NestedTooDeeply, has_long_number, loads_exact
+from ._exact_json import has_long_number, loads_exact, too_deep
 from .auth import AccountCall, Auth, secrets_of
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import (
@@ -520,15 +520,14 @@ def decode_json(response: Response) -> Any:
         ) from None
     if has_long_number(content):
         # orjson reads integers beyond 64 bits as floats: decode exactly instead.
-        try:
-            data = loads_exact(content)
-        except NestedTooDeeply:
+        if too_deep(content):
             raise ResponseDecodeError(
                 f"HTTP {response.status} body is nested too deeply to decode exactly",
                 status=response.status,
-            ) from None
-        except ValueError:
-            pass  # not UTF-8 or a quirk orjson accepts: keep orjson's reading
+            )
+        # Not UTF-8, or a quirk orjson accepts: keep orjson's reading.
+        with contextlib.suppress(ValueError):
+            data = loads_exact(content)
     return data
 
 
