@@ -7,11 +7,9 @@ memory stops at the one cap (``max_body_size``), whatever its status or path.
 from __future__ import annotations
 
 import contextlib
-import functools
 import gzip
 import io
 import tracemalloc
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ from svc_async import (
 )
 from svc_async.errors import RedirectError, ServerError
 
+from .bombs import gzip_bomb
 from .conftest import serve_app
 
 MB = 1024 * 1024
@@ -104,17 +103,8 @@ async def test_deep_entries_answer_streamed_in_slices_ends_in_an_svc_error() -> 
 # -- item 5: one cap for every body on every path ----------------------------------------
 
 
-@functools.cache  # built once per module: compressing it is most of a test's time
-def _gzip_bomb(size: int) -> bytes:
-    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
-    block = b"\x00" * MB
-    parts = [compressor.compress(block) for _ in range(size // MB)]
-    parts.append(compressor.flush())
-    return b"".join(parts)
-
-
 def _bomb_app(status: int, counts: dict[str, int]) -> web.Application:
-    bomb = _gzip_bomb(64 * MB)  # about 64 KB on the wire, 8x the cap unpacked
+    bomb = gzip_bomb(64 * MB)  # about 64 KB on the wire, 8x the cap unpacked
 
     async def handler(request: web.Request) -> web.Response:
         counts["requests"] = counts.get("requests", 0) + 1

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import functools
 import tracemalloc
-import zlib
 
 import pytest
 from aiohttp import web
 
 from svc_async import AiohttpTransport, Client, ResponseTooLargeError
 
+from .bombs import gzip_bomb
 from .conftest import serve_app
 
 MB = 1024 * 1024
@@ -37,7 +36,7 @@ def _app() -> tuple[web.Application, dict[str, int]]:
                 break
         return response
 
-    bomb_body = _gzip_bomb(64 * MB)  # 16x the cap unpacked
+    bomb_body = gzip_bomb(64 * MB)  # 16x the cap unpacked
 
     async def bomb(request: web.Request) -> web.Response:
         counts["requests"] += 1
@@ -51,16 +50,6 @@ def _app() -> tuple[web.Application, dict[str, int]]:
     app.router.add_get("/api/public/v1/verification-job/1", endless)
     app.router.add_get("/api/public/v1/verification-job/2", bomb)
     return app, counts
-
-
-@functools.cache  # built once per module: compressing it is most of a test's time
-def _gzip_bomb(size: int) -> bytes:
-    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
-    block = b"\x00" * MB
-    parts = [compressor.compress(block) for _ in range(size // MB)]
-    parts.append(compressor.flush())
-    data = b"".join(parts)
-    return data
 
 
 @pytest.mark.slow
