@@ -150,6 +150,10 @@ def test_demo_module_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert demo_main(["--delay", "soon"]) == 2
 
 
+def _sigint_as_in_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "after", ["A FakeService is listening", "(Routine) with status", "(VOD) with status"]
@@ -163,6 +167,9 @@ def test_ctrl_c_anywhere_in_the_tour_is_one_line(after: str) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal: a suite started in the background (``cmd &``) has SIGINT
+        # ignored, and a child would inherit that and never see the Ctrl-C.
+        preexec_fn=_sigint_as_in_a_terminal,
     )
     assert proc.stdout is not None
     try:
