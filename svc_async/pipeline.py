@@ -644,7 +644,7 @@ async def run(env: Env, call: Call) -> Any:
             if call.headers is not None:
                 headers = CIMultiDictProxy(CIMultiDict({**headers, **call.headers}))
             if env.pacer is not None and call.service and not env.pacer.admit():
-                await _pace(env.pacer, env.clock, call, deadline, loop)
+                await _pace(env.pacer, clock, call, deadline, loop)
             now = clock.now()
             timeout = call.attempt_timeout
             if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
