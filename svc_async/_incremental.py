@@ -13,8 +13,8 @@ there as the end of an element. The guess is checked by decoding it: a prefix th
 starts at an element parses cleanly only if it ends at a real element end. When the
 guess is wrong (a ``{"`` inside a string, an element longer than the tail), an exact
 quote-aware scan of the slice decides. On 1,000 entries the whole split-and-decode takes
-0.9-1.0x one ``orjson.loads`` of the body in 1 MiB slices (0.7x in 256 KiB ones, which
-stay in cache); ijson's yajl2_c backend takes 4x (``benchmarks/bench_stall.py``).
+0.7x one ``orjson.loads`` of the body in 256 KiB slices, which stay in cache (0.9-1.0x in
+1 MiB ones); ijson's yajl2_c backend takes 4x (``benchmarks/bench_stall.py``).
 ``ArraySplitter`` is sans-I/O; ``structure_chunks`` drives it from any async iterator of
 body chunks; ``StreamDecode`` is the pipeline's ``stream_decode`` strategy for entries.
 """
@@ -40,12 +40,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-SLICE_BYTES = 1024 * 1024
-"""Target bytes per slice: decoding and structuring one takes about 10 ms here.
+SLICE_BYTES = 256 * 1024
+"""Target bytes per slice: decoding and structuring one takes about 3 ms here.
 
-Smaller slices cost throughput under concurrency (bench_stall: 461-entry answers at
-concurrency 4 came out 15-20% slower with 256 KiB and 64 KiB slices than one-shot,
-on par with 1 MiB), so slices are not shrunk when calls share the loop.
+A slice this size and its decoded dicts stay in the CPU cache: with the calls on a loop
+taking turns (``_Turns``), 256 KiB slices came out faster than one-shot at concurrency
+1, 4 and 32, and than 1 MiB slices (``benchmarks/bench_sliced.py``). Interleaved, without
+turns, small slices had cost throughput (0.8x one-shot at 32).
 """
 
 STREAM_THRESHOLD = 1024 * 1024
