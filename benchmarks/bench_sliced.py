@@ -1,7 +1,7 @@
 """Throughput of big entries answers, sliced against one-shot, at concurrency 4 and 32.
 
 The server is ``bench_stall.py``'s (another process, 127.0.0.1). Two answers: event 461
-(461 entries, 2 MB) and season 1,000 (1,000 entries of the ``large`` shape, 4.5 MB).
+(461 entries, 2.1 MB) and season 1,000 (1,000 entries of the ``large`` shape, 4.5 MB).
 Candidates, one long-lived ``Client(rate_limit=False)``, switched per sample:
 
 * ``one-shot``: no stream decoder, the body read whole, one ``orjson.loads`` and one
