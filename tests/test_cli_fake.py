@@ -179,16 +179,16 @@ def test_burst_429_flags_reach_the_fake_and_the_cli_says_when_to_retry() -> None
 
 @pytest.mark.slow
 def test_timeout_is_the_whole_commands_deadline() -> None:
-    """Each attempt would take 2 s and there are 4; --timeout 0.5 ends the whole command."""
+    """Each attempt would take 2 s and there are 4; --timeout 0.2 ends the whole command."""
     served = Fake("--latency", "2", "--error-rate", "1")
     try:
         began = time.monotonic()
-        result = served.cli_here("--timeout", "0.5", "seasons")
+        result = served.cli_here("--timeout", "0.2", "seasons")
         took = time.monotonic() - began
     finally:
         served.stop()
     assert result.returncode == 6
-    assert result.stderr == "svc-async: error: --timeout: the command did not finish within 0.5s\n"
+    assert result.stderr == "svc-async: error: --timeout: the command did not finish within 0.2s\n"
     assert took < 6.0  # four 2 s attempts would take over 8 s
 
 
