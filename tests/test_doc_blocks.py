@@ -32,8 +32,8 @@ import re
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ pytest_plugins = ["pytester"]
 ROOT = Path(__file__).parents[1]
 FRAGMENT = "# fragment"
 BLOCK_TIMEOUT = 30.0
+PAGE_REAL_TIMEOUT = 60.0
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 _HEADING = re.compile(r"^#{1,6}\s+(?P<title>.+?)\s*#*\s*$")
 _SCRIPT = re.compile(r"\basyncio\.run\(")
@@ -237,6 +238,33 @@ def logging_restored() -> Iterator[None]:
         sdk.setLevel(levels[1])
 
 
+@asynccontextmanager
+async def real_time_limit(seconds: float) -> AsyncIterator[None]:
+    """Cancel the running task after ``seconds`` of real time, as ``TimeoutError``: on
+    virtual time a loop that spins (always ready, so time stands still) would never reach
+    BLOCK_TIMEOUT, and would run, and grow, for ever."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    fired = threading.Event()
+
+    def fire() -> None:
+        fired.set()
+        loop.call_soon_threadsafe(task.cancel)
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except asyncio.CancelledError:
+        if not fired.is_set():
+            raise
+        raise TimeoutError(f"the page ran for more than {seconds} s of real time") from None
+    finally:
+        timer.cancel()
+
+
 class _PageClock:
     """The default clock of the fakes a page makes: on the page's loop, whose time is
     virtual, the fake's wall time moves with it (a ``VirtualClock``); on any other loop
@@ -272,13 +300,14 @@ def virtual_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("page", _params(SESSIONS))
 async def test_page_runs(page: str, reader: Path, virtual_fakes: None) -> None:
     namespace: dict[str, Any] = {"__name__": "__main__"}
-    with logging_restored():
-        try:
-            for block in ALL:
-                if block.page == page and not block.is_fragment and not block.is_test_module:
-                    await run_block(block, namespace)
-        finally:
-            await close_leftovers(namespace)
+    async with real_time_limit(PAGE_REAL_TIMEOUT):
+        with logging_restored():
+            try:
+                for block in ALL:
+                    if block.page == page and not block.is_fragment and not block.is_test_module:
+                        await run_block(block, namespace)
+            finally:
+                await close_leftovers(namespace)
 
 
 @pytest.mark.parametrize("block", _params(TEST_MODULES, lambda b: b.id))
@@ -416,6 +445,14 @@ async def test_a_script_runs_alone_on_its_own_thread(reader: Path) -> None:
     await run_block(Block(1, "x", "python", source), namespace)
     assert (reader / "out.txt").read_text() == "doc-script __main__"
     assert "main" not in namespace
+
+
+@pytest.mark.looptime
+async def test_a_block_spinning_on_virtual_time_fails_in_real_time(reader: Path) -> None:
+    spin = "import asyncio\nwhile True:\n    await asyncio.sleep(0)\n"
+    with pytest.raises(TimeoutError, match=r"more than 0\.1 s of real time"):
+        async with real_time_limit(0.1):
+            await run_block(Block(1, "x", "python", spin), {})
 
 
 async def test_a_script_that_fails_or_hangs_fails(
