@@ -266,6 +266,8 @@ class AiohttpTransport:
             # Requests always carry the client's own User-Agent, so no skip_auto_headers:
             # aiohttp takes a slower path for every request when that is set.
             self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
+        elif loop is None:
+            self._loop = asyncio.get_running_loop()  # the caller's session: its loop is this one
         return self._session
 
     def _client_timeout(self, timeout: Timeout | None) -> aiohttp.ClientTimeout:
@@ -292,7 +294,10 @@ class AiohttpTransport:
             if bad is not None:
                 raise _refused(request, bad)
             self._checked = request.headers
-        return self._get_session().request(
+        session = self._session
+        if session is None or self._closed or self._loop is not asyncio.get_running_loop():
+            session = self._get_session()
+        return session.request(
             request.method,
             request.url,
             headers=request.headers,
