@@ -216,6 +216,103 @@ async def test_slices_give_the_loop_turns() -> None:
     assert gc_seen == {True}  # the GC is paused only inside a slice, never across a turn
 
 
+async def test_calls_on_one_loop_take_turns_while_their_bytes_are_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two answers whose bytes are all there: one is structured whole, then the other.
+
+    Interleaved, each answer's models stay alive (and are scanned by every young
+    collection) until both are done; the loop still gets a turn after every slice.
+    """
+    first = orjson.dumps(big_body(200))
+    second = orjson.dumps([{**e, "id": e["id"] + 1000} for e in big_body(200)])
+    order: list[str] = []
+    real = _incremental.structure_slice
+
+    def noting(items: list[Any], *args: Any) -> Any:
+        order.append("first" if items[0]["id"] < 1000 else "second")
+        return real(items, *args)
+
+    monkeypatch.setattr(_incremental, "structure_slice", noting)
+    turns = 0
+
+    async def ticker() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    tick = asyncio.create_task(ticker())
+    size = len(first) // 10
+    got = await asyncio.gather(
+        structure_chunks(chunked(first, 8192), m.Entry, slice_bytes=size),
+        structure_chunks(chunked(second, 8192), m.Entry, slice_bytes=size),
+    )
+    tick.cancel()
+    assert [len(g) for g in got] == [200, 200]
+    assert got[1] == structure(orjson.loads(second), list[m.Entry])
+    assert order == sorted(order) and len(order) >= 16  # all the first's slices, then
+    assert turns >= len(order)
+    assert _incremental._TURNS[asyncio.get_running_loop()].owner is None
+
+
+async def test_a_call_waiting_for_its_bytes_holds_no_other_up() -> None:
+    body = orjson.dumps(big_body(200))
+    more = asyncio.Event()
+
+    async def slow() -> AsyncIterator[bytes]:
+        yield body[: len(body) // 2]  # several slices, then the network goes quiet
+        await more.wait()
+        yield body[len(body) // 2 :]
+
+    size = len(body) // 10
+    waiting = asyncio.create_task(structure_chunks(slow(), m.Entry, slice_bytes=size))
+    await asyncio.sleep(0)
+    other = asyncio.create_task(structure_chunks(chunked(body, 8192), m.Entry, slice_bytes=size))
+    for _ in range(1000):  # loop turns, not time: it ends either way
+        if other.done():
+            break
+        await asyncio.sleep(0)
+    try:
+        assert other.done() and not waiting.done()
+    finally:
+        more.set()
+    assert await waiting == await other
+    assert len(await other) == 200
+
+
+async def test_turns_pass_on_past_cancelled_waiters() -> None:
+    """A call cancelled while waiting, even once handed the turn, passes it on."""
+    turns = _incremental._Turns()
+    holder, gone, next_one, last = object(), object(), object(), object()
+    await turns.take(holder)
+    cancelled = asyncio.create_task(turns.take(gone))
+    waiting = asyncio.create_task(turns.take(next_one))
+    await asyncio.sleep(0)
+    cancelled.cancel()  # while waiting
+    await asyncio.gather(cancelled, return_exceptions=True)
+    handed = asyncio.create_task(turns.take(last))
+    await asyncio.sleep(0)
+    turns.give(holder)
+    await waiting
+    assert turns.owner is next_one
+    turns.give(next_one)  # handed to ``last``, which is cancelled before it runs
+    handed.cancel()
+    await asyncio.gather(handed, return_exceptions=True)
+    assert turns.owner is None
+    await turns.take(holder)  # free again, at once
+    assert turns.owner is holder
+    skipped = asyncio.create_task(turns.take(gone))
+    await asyncio.sleep(0)
+    skipped.cancel()  # cancelled, and the turn given up before it could run
+    turns.give(holder)
+    assert turns.owner is None
+    await asyncio.gather(skipped, return_exceptions=True)
+    await turns.take(holder)
+    turns.give(object())  # only the owner gives it up
+    assert turns.owner is holder
+
+
 def test_the_splitter_holds_about_one_slice_of_bytes() -> None:
     body = orjson.dumps(big_body(500))
     splitter = ArraySplitter(8192)
