@@ -21,7 +21,6 @@ store away, deliveries are handled locally and deduplicated in this process only
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -42,7 +41,7 @@ from ..clock import Clock
 from ..converter import unstructure
 from ..errors import WebhookPayloadError
 from ..retry import RetryPolicy
-from .store import Store
+from .store import Store, cancel_and_wait
 from .wake import JobWake
 
 logger = logging.getLogger(__name__)
@@ -249,9 +248,7 @@ class FleetDispatcher:
         """Stop reading, let running jobs finish up to ``timeout``."""
         self._closed = True
         if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            await cancel_and_wait(self._reader, self.store.timeout)
         await self.local.aclose(timeout)
         if self._acks:
             await asyncio.wait(set(self._acks), timeout=self.store.timeout * 2)
