@@ -16,7 +16,7 @@ import traceback
 import warnings
 from collections.abc import Awaitable, Coroutine
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack
+from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack, cast
 
 import orjson
 import yarl
@@ -540,9 +540,12 @@ class Client:
         shared = self._shared
         if shared.loop is not asyncio.get_running_loop() or shared.env.tracker.closed:
             self._check_usable()
-        policy = options.get("retry") or self._retry
-        timeout = options.get("timeout", "default")
-        attempt = options.get("attempt_timeout", "default")
+        # ``options`` is this call's own dict: what is taken out here is the client's to
+        # resolve; the rest are ``Call`` fields of the same names.
+        rest = cast("dict[str, Any]", options)
+        policy = rest.pop("retry", None) or self._retry
+        timeout = rest.pop("timeout", "default")
+        attempt = rest.pop("attempt_timeout", "default")
         seconds: float | None
         if timeout == "default" and attempt == "default":
             seconds, per, given = self._timeout, self._attempt_timeout, False
@@ -555,18 +558,12 @@ class Client:
             seconds = policy.timeout  # the deprecated RetryPolicy(timeout=...)
         call = Call(
             method=method,
-            url=self._url(options.get("host", "api"), path),
+            url=self._url(rest.pop("host", "api"), path),
             content=None if body is None else orjson.dumps(body),
-            idempotent=options["idempotent"],
             timeout=seconds,
             attempt_timeout=per,
             policy=policy,
-            authenticate=options.get("authenticate", True),
-            decode=options.get("decode"),
-            stream_decode=options.get("stream_decode"),
-            resolve=options.get("resolve"),
-            reply=options.get("reply", False),
-            operation=options.get("operation", ""),
+            **rest,
         )
         return run(shared.env, call)
 

@@ -614,11 +614,13 @@ async def run(env: Env, call: Call) -> Any:
     Returns the decoded data (the ``Reply`` when ``call.reply``). The calling task is
     tracked meanwhile; cancelled because the client closed, the call raises
     ``ClientClosedError``.
+
+    This is every call's hot path: the first attempt of a call that succeeds reads the
+    clock once and opens no deadline scope unless a login may run inside it.
     """
     if env.trace is not None and call.span is None:
         return await env.trace(env, call)
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task(loop)
+    task = asyncio.current_task()
     tracker = env.tracker
     tracker.enter(task)
     clock = env.clock
@@ -627,9 +629,11 @@ async def run(env: Env, call: Call) -> Any:
     outer = _DEADLINE.get()
     if outer is not None and (deadline is None or outer < deadline):
         deadline = outer
-    scope = _DEADLINE.set(deadline)
+    # Only calls started inside this one need the deadline in the context: a login (when
+    # the auth is not static), a renewal or a tag search. Opened when one may start.
+    scopes = deadline != outer
+    scope = None
     try:
-        has_body = call.content is not None
         attempt = 0
         renewed = False
         while True:
@@ -639,21 +643,25 @@ async def run(env: Env, call: Call) -> Any:
             elif env.static_auth is not None:
                 auth = env.static_auth
             else:
+                if scopes and scope is None:
+                    scope = _DEADLINE.set(deadline)
                 auth = await env.auth.headers(env.account_call)
-            headers = request_headers(env, auth, has_body)
+                now = clock.now()
+            headers = request_headers(env, auth, call.content is not None)
             if call.headers is not None:
                 headers = CIMultiDictProxy(CIMultiDict({**headers, **call.headers}))
             if env.pacer is not None and call.service and not env.pacer.admit():
-                await _pace(env.pacer, clock, call, deadline, loop)
-            now = clock.now()
+                await _pace(env.pacer, clock, call, deadline)
+                now = clock.now()
             timeout = call.attempt_timeout
-            if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
+            limit = timeout.total
+            if deadline is not None and (limit is None or limit > deadline - now):
                 timeout = _bounded(timeout, deadline, now)
+                limit = timeout.total
             request = Request(call.method, call.url, headers, call.content, timeout)
             response: Response | None = None
             failure: SvcError | None = None
             data: Any = _NO_DATA
-            limit = timeout.total
             try:
                 if limit is not None and not env.transport_cuts:
                     response, data = await _cut_send(env, call, request, now + limit)
@@ -669,28 +677,36 @@ async def run(env: Env, call: Call) -> Any:
                 failure = exc
             finally:
                 if call.service:
-                    observe(env, response)
-            if response is not None and logger.isEnabledFor(logging.DEBUG):
-                logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
+                    if env.pacer is None and response is not None:
+                        env.seen.record(response.headers, None)
+                    else:
+                        observe(env, response)
             if call.span is not None:
                 call.span.attempt(attempt, None if response is None else response.status, failure)
-            if response is not None and (
-                200 <= response.status < 300 or (call.redirects and response.status in REDIRECTS)
-            ):
-                if data is _NO_DATA and failure is None:
-                    try:
-                        data = (call.decode or decode_json)(response)
-                    except ResponseDecodeError as exc:
-                        failure = exc
-                if failure is None:
-                    env.budget.record_success()
-                    return Reply(data, response.status, response.headers) if call.reply else data
+            if response is not None:
+                status = response.status
+                if logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("%s %s -> %d", call.method, redact_url(call.url), status)
+                if failure is None and (
+                    200 <= status < 300 or (call.redirects and status in REDIRECTS)
+                ):
+                    if data is _NO_DATA:
+                        try:
+                            data = (call.decode or decode_json)(response)
+                        except ResponseDecodeError as exc:
+                            failure = exc
+                    if failure is None:
+                        env.budget.record_success()
+                        return Reply(data, status, response.headers) if call.reply else data
+            if scopes and scope is None:
+                scope = _DEADLINE.set(deadline)
             decision, failure = _after(env, call, attempt, renewed, response, failure, deadline)
             action = decision.action
             if action is Action.RENEW:
                 renewed = True
                 if await env.auth.renew(env.account_call, headers):
                     attempt -= 1
+                    now = clock.now()
                     continue
                 raise failure
             if action is Action.RESOLVE:
@@ -700,21 +716,23 @@ async def run(env: Env, call: Call) -> Any:
             if action is Action.RAISE:
                 raise failure
             await clock.sleep(_wait_before_retry(call, attempt, decision))
+            now = clock.now()
     except asyncio.CancelledError:
         error = tracker.closing(task, f"{call.method} {call.url.path}")
         if error is not None:
             raise error from None
         raise
     finally:
-        _DEADLINE.reset(scope)
+        if scope is not None:
+            _DEADLINE.reset(scope)
         tracker.leave(task)
 
 
-async def _pace(pacer: Pacing, clock: Clock, call: Call, deadline: float | None, loop: Any) -> None:
+async def _pace(pacer: Pacing, clock: Clock, call: Call, deadline: float | None) -> None:
     """Wait for the pacer; a wait beyond the deadline raises RateLimitError at once."""
     start = clock.now()
     try:
-        await pacer.acquire(deadline, loop)
+        await pacer.acquire(deadline)
         if call.span is not None:
             call.span.paced(clock.now() - start)
     except PacingExceedsDeadline as exc:

@@ -246,6 +246,12 @@ def _receiver(jobs: Jobs) -> WebhookReceiver | None:
     return receiver if isinstance(receiver, WebhookReceiver) else None
 
 
+_RESOLUTION = 1e-6
+"""A deadline closer than this is reached: a float sum such as ``now + timeout`` can land
+a rounding error past what the clock reads after sleeping exactly ``timeout``, and the
+event loop runs a sleep that short at once (on virtual time, the time never moves on)."""
+
+
 class _Clock:
     """The deadline of one wait, on the client's clock (the event loop's timeline)."""
 
@@ -258,7 +264,7 @@ class _Clock:
         return math.inf if self.deadline is None else self.deadline - self.clock.now()
 
     def expired(self) -> bool:
-        return self.left() <= 0
+        return self.left() < _RESOLUTION
 
 
 async def _get(

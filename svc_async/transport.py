@@ -239,6 +239,8 @@ class AiohttpTransport:
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: dict[Timeout | None, aiohttp.ClientTimeout] = {}
+        self._last_timeout: Timeout | None = None
+        self._last_client_timeout = aiohttp.ClientTimeout()
         self._checked: Mapping[str, str] | None = None
 
     def __repr__(self) -> str:
@@ -264,9 +266,13 @@ class AiohttpTransport:
             # Requests always carry the client's own User-Agent, so no skip_auto_headers:
             # aiohttp takes a slower path for every request when that is set.
             self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
+        elif loop is None:
+            self._loop = asyncio.get_running_loop()  # the caller's session: its loop is this one
         return self._session
 
     def _client_timeout(self, timeout: Timeout | None) -> aiohttp.ClientTimeout:
+        if timeout is self._last_timeout:  # calls mostly share the client's one Timeout
+            return self._last_client_timeout
         cached = self._timeouts.get(timeout)
         if cached is None:
             if len(self._timeouts) >= 256:
@@ -274,6 +280,7 @@ class AiohttpTransport:
             t = timeout or Timeout()
             cached = aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read)
             self._timeouts[timeout] = cached
+        self._last_timeout, self._last_client_timeout = timeout, cached
         return cached
 
     def _open(self, request: Request) -> Any:
@@ -287,7 +294,10 @@ class AiohttpTransport:
             if bad is not None:
                 raise _refused(request, bad)
             self._checked = request.headers
-        return self._get_session().request(
+        session = self._session
+        if session is None or self._closed or self._loop is not asyncio.get_running_loop():
+            session = self._get_session()
+        return session.request(
             request.method,
             request.url,
             headers=request.headers,
@@ -302,7 +312,12 @@ class AiohttpTransport:
             # Awaited directly rather than through ``async with``: one layer less per call.
             resp = await self._open(request)
             try:
-                content = await self._read_body(resp, request)
+                length = _declared_length(resp)
+                if length is not None and length <= self.max_body_size:
+                    content = await resp.read()  # one read of a body of known, allowed size
+                else:
+                    chunks = _capped(resp, resp.content.iter_any(), self.max_body_size, request)
+                    content = b"".join([chunk async for chunk in chunks])
             finally:
                 resp.release()
             return Response(resp.status, resp.headers, content)
@@ -310,13 +325,6 @@ class AiohttpTransport:
             raise
         except Exception as exc:
             raise _wrap_error(exc, request) from None
-
-    async def _read_body(self, resp: aiohttp.ClientResponse, request: Request) -> bytes:
-        length = _declared_length(resp)
-        if length is not None and length <= self.max_body_size:
-            return await resp.read()  # one read of a body of known, allowed size
-        chunks = _capped(resp, resp.content.iter_any(), self.max_body_size, request)
-        return b"".join([chunk async for chunk in chunks])
 
     @asynccontextmanager
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:

@@ -251,6 +251,7 @@ class WebhookReceiver:
                 make_job=self._job,
                 wake=self._wake,
                 claim_after=claim_after,
+                takes=self._runs_deliveries,  # a waiter's receiver leaves them to replicas
             )
             self._ledger = self._fleet.ledger
             self._dispatcher = self._fleet.dispatcher
@@ -278,6 +279,8 @@ class WebhookReceiver:
         if not callable(callback):
             raise TypeError("callback must be callable")
         self._callbacks.append(callback)
+        if self._fleet is not None:
+            self._fleet.callbacks_added()
         return callback
 
     def on_entry_update(self, callback: EntryCallback) -> EntryCallback:
@@ -285,7 +288,14 @@ class WebhookReceiver:
         if not callable(callback):
             raise TypeError("callback must be callable")
         self._entry_callbacks.append(callback)
+        if self._fleet is not None:
+            self._fleet.callbacks_added()
         return callback
+
+    def _runs_deliveries(self) -> bool:
+        """Whether this receiver runs the fleet's shared deliveries (status and entry
+        updates): without a callback for them it only wakes waiters."""
+        return bool(self._callbacks or self._entry_callbacks)
 
     def on_output_file(self, callback: OutputFileCallback) -> OutputFileCallback:
         """Register ``callback`` (sync or async) for output files (``OutputFileUpdate``)."""

@@ -205,7 +205,7 @@ def test_no_status_lines_when_stderr_is_not_a_terminal() -> None:
     ("limit", "message"),
     [
         (["--timeout", "0.6"], "--timeout: the command did not finish within 0.6s"),
-        (["--wait-timeout", "0.5"], "--wait-timeout: job "),
+        (["--wait-timeout", "0.2"], "--wait-timeout: job "),  # the job takes 30 s
     ],
 )
 def test_job_json_is_printed_when_a_create_wait_runs_out(
@@ -255,7 +255,7 @@ def test_a_create_cut_short_by_the_deadline_says_the_job_may_exist(
         faults = FaultConfig(create_stall=1.0, stall_seconds=5.0)
         fake = FakeService(seed=1, faults=faults)
         async with fake.serve("127.0.0.1") as url:
-            argv = ["--base-url", url, "--token", FakeService.DEFAULT_TOKEN, "--timeout", "0.5",
+            argv = ["--base-url", url, "--token", FakeService.DEFAULT_TOKEN, "--timeout", "0.2",
                     *CREATE, "--start", "2025-03-01", "--end", "2025-03-02"]  # fmt: skip
             holder["code"] = await asyncio.to_thread(main, argv)
 
@@ -264,6 +264,6 @@ def test_a_create_cut_short_by_the_deadline_says_the_job_may_exist(
     assert holder["code"] == ExitCode.NETWORK
     assert out == ""
     assert err == (
-        "svc-async: error: --timeout: the command did not finish within 0.5s"
+        "svc-async: error: --timeout: the command did not finish within 0.2s"
         " (the job may have been created: look for it with jobs search)\n"
     )

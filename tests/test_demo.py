@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from svc_async.cli.args import DEFAULT_DEMO_DELAY
+from svc_async.cli.demo import Tour
 from svc_async.cli.demo import main as demo_main
-from svc_async.cli.demo import run_demo
+from svc_async.cli.terminal import make_renderer
+from svc_async.testing import VirtualClock
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -138,9 +141,13 @@ def test_demo_without_rich() -> None:
     _check_tour(proc.stdout)
 
 
-def test_demo_in_process_plain() -> None:
+@pytest.mark.looptime
+async def test_demo_in_process_plain_on_virtual_time() -> None:
+    # The tour as run_demo runs it (plain, 80 columns), on virtual time: the default 3 s
+    # jobs take no real time, and every status they pass through is shown.
     out = io.StringIO()
-    assert run_demo(delay=0.2, seed=2, plain=True, out=out) == 0
+    ui = make_renderer(out, color=False, plain=True, width=80)
+    await Tour(ui, delay=DEFAULT_DEMO_DELAY, seed=2, clock=VirtualClock()).run()
     _check_tour(out.getvalue())
 
 

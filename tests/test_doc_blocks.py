@@ -16,7 +16,10 @@ The rules (also on the docs site's "Testing your code" page):
   imports must resolve.
 
 Blocks run in this process against in-process ``FakeService`` instances the pages create
-themselves, so the whole runner takes seconds. Tracebacks point at the page's own lines.
+themselves, so the whole runner takes seconds. A page's session runs on virtual time (the
+``looptime`` plugin): its waits, polls, pacing holds and the clocks of the fakes it makes
+take no real time, in the order real time would give them; a script's own loop (on its
+thread) keeps real time. Tracebacks point at the page's own lines.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ import re
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,13 +41,16 @@ from typing import Any
 import pytest
 
 from svc_async import Client
-from svc_async.testing import FakeService
+from svc_async.clock import SYSTEM_CLOCK, Clock
+from svc_async.testing import FakeService, VirtualClock
+from svc_async.testing import clock as fake_clock
 
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).parents[1]
 FRAGMENT = "# fragment"
 BLOCK_TIMEOUT = 30.0
+PAGE_REAL_TIMEOUT = 60.0
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 _HEADING = re.compile(r"^#{1,6}\s+(?P<title>.+?)\s*#*\s*$")
 _SCRIPT = re.compile(r"\basyncio\.run\(")
@@ -150,28 +156,29 @@ def _compile(block: Block) -> Any:
 
 
 async def _run_script(code: Any) -> None:
-    """Run a script (it calls ``asyncio.run``) on a daemon thread, bounded in time."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
+    """Run a script (it calls ``asyncio.run``) on a daemon thread, bounded in real time.
 
-    def settle(error: BaseException | None) -> None:
-        if not done.done():
-            done.set_result(None) if error is None else done.set_exception(error)
+    The page's loop waits for it in an executor (``thread.join``), which ``looptime``
+    follows in real time, so a virtual timer never fires while the script runs.
+    """
+    errors: list[BaseException] = []
 
     def target() -> None:
-        error: BaseException | None = None
         try:
             exec(code, {"__name__": "__main__"})
         except SystemExit as exc:
             if exc.code not in (0, None):
-                error = AssertionError(f"the script exited with {exc.code!r}")
+                errors.append(AssertionError(f"the script exited with {exc.code!r}"))
         except BaseException as exc:
-            error = exc
-        loop.call_soon_threadsafe(settle, error)
+            errors.append(exc)
 
-    threading.Thread(target=target, daemon=True, name="doc-script").start()
-    async with asyncio.timeout(BLOCK_TIMEOUT):
-        await done
+    thread = threading.Thread(target=target, daemon=True, name="doc-script")
+    thread.start()
+    await asyncio.get_running_loop().run_in_executor(None, thread.join, BLOCK_TIMEOUT)
+    if thread.is_alive():
+        raise TimeoutError(f"the script ran for more than {BLOCK_TIMEOUT} s")
+    if errors:
+        raise errors[0]
 
 
 async def run_block(block: Block, namespace: dict[str, Any]) -> None:
@@ -231,16 +238,76 @@ def logging_restored() -> Iterator[None]:
         sdk.setLevel(levels[1])
 
 
-@pytest.mark.parametrize("page", _params(SESSIONS))
-async def test_page_runs(page: str, reader: Path) -> None:
-    namespace: dict[str, Any] = {"__name__": "__main__"}
-    with logging_restored():
+@asynccontextmanager
+async def real_time_limit(seconds: float) -> AsyncIterator[None]:
+    """Cancel the running task after ``seconds`` of real time, as ``TimeoutError``: on
+    virtual time a loop that spins (always ready, so time stands still) would never reach
+    BLOCK_TIMEOUT, and would run, and grow, for ever."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    fired = threading.Event()
+
+    def fire() -> None:
+        fired.set()
+        loop.call_soon_threadsafe(task.cancel)
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except asyncio.CancelledError:
+        if not fired.is_set():
+            raise
+        raise TimeoutError(f"the page ran for more than {seconds} s of real time") from None
+    finally:
+        timer.cancel()
+
+
+class _PageClock:
+    """The default clock of the fakes a page makes: on the page's loop, whose time is
+    virtual, the fake's wall time moves with it (a ``VirtualClock``); on any other loop
+    (a script's, on its thread) it is the real clock."""
+
+    def __init__(self) -> None:
+        self._virtual = VirtualClock()
+
+    def _clock(self) -> Clock:
         try:
-            for block in ALL:
-                if block.page == page and not block.is_fragment and not block.is_test_module:
-                    await run_block(block, namespace)
-        finally:
-            await close_leftovers(namespace)
+            virtual = asyncio.get_running_loop().looptime_on  # type: ignore[attr-defined]
+        except (RuntimeError, AttributeError):
+            virtual = False
+        return self._virtual if virtual else SYSTEM_CLOCK
+
+    def now(self) -> float:
+        return self._clock().now()
+
+    def wall(self) -> float:
+        return self._clock().wall()
+
+    async def sleep(self, seconds: float) -> None:
+        await self._clock().sleep(seconds)
+
+
+@pytest.fixture
+def virtual_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fakes made without a clock follow the page's virtual time (see ``_PageClock``)."""
+    monkeypatch.setattr(fake_clock, "SYSTEM_CLOCK", _PageClock())
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize("page", _params(SESSIONS))
+async def test_page_runs(page: str, reader: Path, virtual_fakes: None) -> None:
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    async with real_time_limit(PAGE_REAL_TIMEOUT):
+        with logging_restored():
+            try:
+                for block in ALL:
+                    if block.page == page and not block.is_fragment and not block.is_test_module:
+                        await run_block(block, namespace)
+            finally:
+                await close_leftovers(namespace)
 
 
 @pytest.mark.parametrize("block", _params(TEST_MODULES, lambda b: b.id))
@@ -380,13 +447,21 @@ async def test_a_script_runs_alone_on_its_own_thread(reader: Path) -> None:
     assert "main" not in namespace
 
 
+@pytest.mark.looptime
+async def test_a_block_spinning_on_virtual_time_fails_in_real_time(reader: Path) -> None:
+    spin = "import asyncio\nwhile True:\n    await asyncio.sleep(0)\n"
+    with pytest.raises(TimeoutError, match=r"more than 0\.1 s of real time"):
+        async with real_time_limit(0.1):
+            await run_block(Block(1, "x", "python", spin), {})
+
+
 async def test_a_script_that_fails_or_hangs_fails(
     reader: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with pytest.raises(AssertionError, match="exited with 3"):
         await run_block(Block(1, "x", "python", "import asyncio\nasyncio.run(exit(3))\n"), {})
-    monkeypatch.setattr(sys.modules[__name__], "BLOCK_TIMEOUT", 0.1)
-    hang = "import asyncio\nasyncio.run(asyncio.sleep(0.5))\n"
+    monkeypatch.setattr(sys.modules[__name__], "BLOCK_TIMEOUT", 0.05)
+    hang = "import asyncio\nasyncio.run(asyncio.sleep(0.25))\n"
     with pytest.raises(TimeoutError):
         await run_block(Block(1, "x", "python", hang), {})
     for thread in threading.enumerate():

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from typing import Any
+
+import pytest
 import redis.asyncio as aioredis
+
+from svc_async.clock import SYSTEM_CLOCK
+from svc_async.fleet.store import Store
+from svc_async.fleet.wake import JobWake
+from svc_async.fleet.webhooks import FleetDeliveries
+from svc_async.retry import RetryPolicy
 
 from .redis_server import RedisServer
 
@@ -22,3 +33,51 @@ def test_a_killed_server_restarts_on_its_port(redis_server: RedisServer) -> None
     redis_server.stop()
     redis_server.start()
     assert redis_server.port == port and redis_server.process is not None
+
+
+# redis-py can swallow a cancellation that races with a read's own timeout (a loaded
+# machine makes the race likely): the read then waits on, and a close that awaited the
+# cancelled task hung for ever. The listener and the stream reader are stubborn here.
+
+
+async def _stubborn() -> None:
+    with contextlib.suppress(asyncio.CancelledError):  # swallowed, as that read did
+        await asyncio.sleep(3600)
+    await asyncio.Event().wait()  # waits on; only a second cancellation ends it
+
+
+@pytest.mark.looptime
+async def test_closing_a_wake_listener_that_swallowed_its_cancellation_ends() -> None:
+    store = Store("redis://127.0.0.1:9/0")  # never connected: only the close is at stake
+    wake = JobWake(store, lambda update: None)
+    wake._task = asyncio.get_running_loop().create_task(_stubborn())
+    await asyncio.sleep(0)
+    bound = asyncio.timeout(30)  # virtual: a hang would end here at once, cancelled
+    async with bound:
+        await wake.aclose()
+    assert not bound.expired()
+    await store.aclose()
+
+
+@pytest.mark.looptime
+async def test_closing_a_stream_reader_that_swallowed_its_cancellation_ends() -> None:
+    deliveries = FleetDeliveries(
+        "redis://127.0.0.1:9/0",
+        "ns",
+        attempt=_never,
+        finish=_never,
+        policy=RetryPolicy(),
+        clock=SYSTEM_CLOCK,
+        make_job=_never,
+        wake=lambda update: None,
+    )
+    deliveries.dispatcher._reader = asyncio.get_running_loop().create_task(_stubborn())
+    await asyncio.sleep(0)
+    bound = asyncio.timeout(30)
+    async with bound:
+        await deliveries.aclose()
+    assert not bound.expired()
+
+
+def _never(*args: object) -> Any:
+    raise AssertionError("not called")

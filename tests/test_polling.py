@@ -404,6 +404,30 @@ async def test_timeout_raises_with_the_last_job_seen_and_on_time() -> None:
     assert isinstance(info.value, TimeoutError)
 
 
+async def test_a_deadline_a_rounding_error_away_is_reached() -> None:
+    # 2.815577 + 0.1 is 2.9155770000000003: after sleeping what was left, the loop reads
+    # 2.915577, and what is left then (4e-16 s) is below the loop's clock resolution, so
+    # a sleep of it takes no time. Virtual time never moves on by itself: the wait polled
+    # for ever (and no virtual timeout could stop it). The polls are counted instead.
+    timeline = Timeline()
+    timeline.add(4, 100.0)
+    loop = asyncio.get_running_loop()
+    await asyncio.sleep(2.815577 - loop.time())
+    assert loop.time() == 2.815577
+    policy = PollPolicy(wait_initial=1.0, wait_jitter=0, timeout=0.1)
+    async with client_for(timeline) as svc:
+        wait = asyncio.ensure_future(svc.jobs.wait(4, policy=policy))
+        await asyncio.sleep(0.1)  # the deadline's time, as the loop reads it
+        for _ in range(1000):  # (time stands still while anything is ready)
+            if wait.done() or timeline.gets >= 50:
+                break
+            await asyncio.sleep(0)
+        wait.cancel()
+        with pytest.raises(JobWaitTimeout):
+            await wait
+    assert timeline.gets == 1
+
+
 async def test_timeout_defaults_to_the_policy_timeout() -> None:
     timeline = Timeline()
     timeline.add(4, 100.0)

@@ -4,7 +4,8 @@ A wait finishes at Processed; a claimant's submit arrives as a Submitted status 
 a VOD job's muted file is downloaded after its output-file callback; an entry-update
 webhook reaches a handler and keeps the next ``entries.sync`` from repeating it; the
 legacy world (Completed, ``{jobs, count}``) still finishes waits without ever sending a
-legacy status.
+legacy status. Processing, polls and deliveries run on virtual time: the fake, the client
+and the receiver share one ``VirtualClock`` on a loop whose time looptime makes virtual.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
+
 from svc_async import Client, JobRequest, PollPolicy
 from svc_async.models import JobType, OutputFileRequest
-from svc_async.testing import FakeService
+from svc_async.testing import FakeService, VirtualClock
 from svc_async.webhooks import (
     DEFAULT_PATH,
     EntryUpdate,
@@ -33,6 +36,8 @@ from .conftest import serve_app
 SECRET = "push-e2e-secret"
 SEARCH = "/api/public/v1/verification-job/search"
 QUICK = PollPolicy(wait_initial=0.02, wait_max=0.1, wait_jitter=0.1, timeout=10)
+
+pytestmark = pytest.mark.looptime
 
 
 def request(**changes: Any) -> JobRequest:
@@ -54,14 +59,17 @@ async def hooked(
     **fake_kwargs: Any,
 ) -> AsyncIterator[tuple[FakeService, Client, WebhookReceiver, str]]:
     """A receiver and a FakeService, each on its own loopback port, and a client of the fake."""
-    receiver = WebhookReceiver(SECRET)
+    clock = VirtualClock()
+    receiver = WebhookReceiver(SECRET, clock=clock)
     async with serve_app(receiver.app()) as hook_base:
         hook = f"{hook_base}{DEFAULT_PATH}?key={SECRET}"
-        fake = FakeService(demo_data=False, rate_limit=None, webhook_url=hook, **fake_kwargs)
+        fake = FakeService(
+            demo_data=False, rate_limit=None, webhook_url=hook, clock=clock, **fake_kwargs
+        )
         async with (
             fake,
             fake.serve() as url,
-            Client(url, token=FakeService.DEFAULT_TOKEN, webhooks=receiver) as svc,
+            Client(url, token=FakeService.DEFAULT_TOKEN, webhooks=receiver, clock=clock) as svc,
         ):
             yield fake, svc, receiver, hook
             await fake.wait_webhooks()
@@ -141,8 +149,15 @@ async def test_an_entry_update_reaches_its_handler_and_feeds_the_next_sync() -> 
 
 
 async def test_the_legacy_world_finishes_waits_without_sending_a_legacy_status() -> None:
-    fake = FakeService(demo_data=False, rate_limit=None, processing_delay=0.2, legacy=True)
-    async with fake, fake.serve() as url, Client(url, token=FakeService.DEFAULT_TOKEN) as svc:
+    clock = VirtualClock()
+    fake = FakeService(
+        demo_data=False, rate_limit=None, processing_delay=0.2, legacy=True, clock=clock
+    )
+    async with (
+        fake,
+        fake.serve() as url,
+        Client(url, token=FakeService.DEFAULT_TOKEN, clock=clock) as svc,
+    ):
         done = await svc.jobs.create_and_wait(request(), policy=QUICK)
         batch = [await svc.jobs.create(request(tags=["legacy-batch"])) for _ in range(6)]
         finished = [j async for j in svc.jobs.wait_many([j.id for j in batch], policy=QUICK)]

@@ -14,6 +14,10 @@ PLUGIN = "svc_async.testing.pytest_plugin"
 # Block the installed entry point (if any) and load the module by name, so the inner run
 # tests this worktree's plugin exactly once whether or not the package is installed.
 LOAD = ("-p", "no:svc_async", "-p", PLUGIN, "-p", "no:cacheprovider")
+# A separate process gets only what a user's fresh project has (pytest, pytest-asyncio,
+# this package): the plugins of this suite's other test tools stay off (and unimported).
+_OTHERS = "hypothesispytest anyio looptime_plugin looptime_chronometers looptime_timeproxies"
+OTHERS_OFF = tuple(arg for name in _OTHERS.split() for arg in ("-p", f"no:{name}"))
 
 STRICT_INI = """
 [pytest]
@@ -67,7 +71,7 @@ def test_fresh_project_without_any_configuration(pytester: pytest.Pytester) -> N
             assert len(await svc_client.events.list(limit=5)) == 5
         """
     )
-    result = pytester.runpytest_subprocess(*LOAD, "-q")
+    result = pytester.runpytest_subprocess(*LOAD, *OTHERS_OFF, "-q")
     result.assert_outcomes(passed=1)
     assert "requested an async fixture" not in result.stdout.str()
 
@@ -216,7 +220,7 @@ def test_installed_entry_point_provides_the_fixtures(pytester: pytest.Pytester) 
             assert len(await svc_client.seasons.list()) == 3
         """
     )
-    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", *OTHERS_OFF)
     result.assert_outcomes(passed=1)
 
 
@@ -241,7 +245,9 @@ def test_without_pytest_asyncio_the_fixtures_say_what_is_missing(
             pass
         """
     )
-    result = pytester.runpytest_subprocess("-p", "no:asyncio", "-p", "no:svc_async", "-q")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:asyncio", "-p", "no:svc_async", *OTHERS_OFF, "-q"
+    )
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*svc_async fixtures need pytest-asyncio*"])
 

@@ -100,6 +100,19 @@ async def test_the_client_default_bounds_the_whole_call() -> None:
         assert 1.0 <= _now() - start < 1.05
 
 
+async def test_the_documented_defaults_are_120_s_a_call_and_30_s_an_attempt() -> None:
+    handler = _Slow(1000.0)
+    transport = MockTransport(handler)
+    async with Client(URL, token="t", transport=transport) as svc:
+        start = _now()
+        with pytest.raises(RequestTimeout):
+            await svc.seasons.list()
+        assert 120.0 <= _now() - start < 120.1
+    first = transport.requests[0].timeout
+    assert first is not None and (first.total, first.connect) == (30.0, 10.0)
+    assert handler.calls >= 3  # attempts cut at 30 s and retried within the 120 s
+
+
 async def test_attempt_timeout_limits_each_attempt_within_the_call() -> None:
     handler = _Slow(3.0, slow=1)
     transport = MockTransport(handler)
@@ -219,7 +232,7 @@ async def test_the_aiohttp_transport_ends_a_stalled_exchange_at_the_deadline() -
         async with Client(f"http://127.0.0.1:{port}", token="t", retry=NO_WAIT) as svc:
             start = _now()
             with pytest.raises(RequestTimeout):
-                await svc.seasons.list(timeout=0.3)
+                await svc.seasons.list(timeout=0.1)
             assert _now() - start < 1.5  # not the server's 3 s
     finally:
         release.set()

@@ -37,6 +37,22 @@ DEFAULT_TIMEOUT = 0.5
 _RETRY_EVERY = 1.0
 
 
+async def cancel_and_wait(task: asyncio.Task[Any], every: float, tries: int = 10) -> None:
+    """Cancel ``task`` and wait until it ends, cancelling it again every ``every`` seconds.
+
+    redis-py can swallow a cancellation that races with a read's own timeout (likely on
+    a loaded machine): the read then waits on, and a close that awaited the task once
+    hung for ever. A task that outlives ``tries`` cancellations is left behind.
+    """
+    for _ in range(tries):
+        if task.done():
+            break
+        task.cancel()
+        await asyncio.wait({task}, timeout=every)
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved: what a closing task raised is of no use now
+
+
 def account_namespace(base_url: str, identity: str) -> str:
     """The key namespace of an account: a digest of base URL and credential identity."""
     digest = hashlib.sha256(f"{base_url}\0{identity}".encode()).hexdigest()

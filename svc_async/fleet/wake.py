@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 
 from .._webhook_payloads import JobStatusUpdate, parse_status_update
 from ..errors import WebhookPayloadError
-from .store import Store
+from .store import Store, cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +80,7 @@ class JobWake:
     async def aclose(self) -> None:
         """Stop listening."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task, self.store.timeout)
             self._task = None
 
 

@@ -21,7 +21,6 @@ store away, deliveries are handled locally and deduplicated in this process only
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -42,7 +41,7 @@ from ..clock import Clock
 from ..converter import unstructure
 from ..errors import WebhookPayloadError
 from ..retry import RetryPolicy
-from .store import Store
+from .store import Store, cancel_and_wait
 from .wake import JobWake
 
 logger = logging.getLogger(__name__)
@@ -122,9 +121,11 @@ class FleetDispatcher:
         clock: Clock,
         make_job: Callable[[DeliveryKey, Delivery], DeliveryJob],
         claim_after: float = 30.0,
+        takes: Callable[[], bool] = lambda: True,
     ) -> None:
         self.store = store
         self.claim_after = claim_after
+        self._takes = takes
         self._stream = f"svc:{namespace}:deliveries"
         self._finish = finish
         self._make_job = make_job
@@ -154,8 +155,9 @@ class FleetDispatcher:
         self.local.submit(job)
 
     def start(self) -> None:
-        """Start reading the stream in this process (once; needs a running loop)."""
-        if self._reader is None and not self._closed:
+        """Start reading the stream in this process (once; needs a running loop), if it
+        runs deliveries (``takes``): one that would run nothing must leave them to others."""
+        if self._reader is None and not self._closed and self._takes():
             self._reader = asyncio.get_running_loop().create_task(self._read())
 
     async def _ensure_group(self) -> bool:
@@ -246,9 +248,7 @@ class FleetDispatcher:
         """Stop reading, let running jobs finish up to ``timeout``."""
         self._closed = True
         if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            await cancel_and_wait(self._reader, self.store.timeout)
         await self.local.aclose(timeout)
         if self._acks:
             await asyncio.wait(set(self._acks), timeout=self.store.timeout * 2)
@@ -278,6 +278,7 @@ class FleetDeliveries:
         make_job: Callable[[DeliveryKey, Delivery], DeliveryJob],
         wake: Callable[[JobStatusUpdate], None],
         claim_after: float = 30.0,
+        takes: Callable[[], bool] = lambda: True,
     ) -> None:
         self.store = Store(url, clock=clock)
         self.ledger = FleetLedger(self.store, namespace)
@@ -290,13 +291,21 @@ class FleetDeliveries:
             clock=clock,
             make_job=make_job,
             claim_after=claim_after,
+            takes=takes,
         )
         self.wake = JobWake(self.store, wake)
+        self._listening = False
 
     def listen(self) -> None:
         """Receive the fleet's job wake-ups and deliveries in this process from now on."""
+        self._listening = True
         self.wake.listen()
         self.dispatcher.start()
+
+    def callbacks_added(self) -> None:
+        """The receiver gained a callback: if it listens already, take deliveries now."""
+        if self._listening:
+            self.dispatcher.start()
 
     def publish(self, update: JobStatusUpdate) -> Awaitable[None]:
         """Tell every process of the fleet about a job's new status."""

@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 CREATE_PATH = "/api/public/v1/verification-job"
 GET_PATH = "/api/public/v1/verification-job/{id}"
+GET_PATH_PREFIX = GET_PATH.removesuffix("{id}")
 SEARCH_PATH = "/api/public/v1/verification-job/search"
 
 
@@ -282,7 +283,7 @@ class Jobs(Resource):
         retry: RetryPolicy | None = None,
     ) -> VerificationJob:
         """One job in full, with its recording and licence data once processed."""
-        path = GET_PATH.format(id=v.positive_id(job_id, "job_id"))
+        path = f"{GET_PATH_PREFIX}{v.positive_id(job_id, 'job_id')}"
         data = await self._send(
             "GET",
             path,

@@ -1,22 +1,25 @@
 """N client processes on one account's budget against a FakeService: a fleet, measured.
 
-``run_fleet`` serves a FakeService with a small rate window on loopback, starts
-``processes`` worker processes (``python -m svc_async.testing.fleet``), lets them all
-import and connect, then starts them at once: each makes ``calls`` ``orgs.list`` calls,
-``concurrency`` at a time, with or without a fleet URL. It reports the 429 answers the
-fake sent, the calls that failed, and the wall time against the budget-bound ideal
+``run_fleet`` serves a FakeService with a small rate window on loopback, gives each of
+``processes`` worker processes (``python -m svc_async.testing.fleet``) its run, lets them
+all import and connect, then starts them at once: each makes ``calls`` ``orgs.list``
+calls, ``concurrency`` at a time, with or without a fleet URL. It reports the 429 answers
+the fake sent, the calls that failed, and the wall time against the budget-bound ideal
 (``(total calls / budget - 1) x window``: the first window opens with the first call).
+``FleetWorkers`` keeps the processes for several runs (one interpreter start-up each).
 Used by the fleet tests and ``benchmarks/bench_fleet.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import time
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 from .. import Client
 from .service import FakeService
@@ -51,6 +54,89 @@ async def _worker(url: str, fleet: str | None, calls: int, concurrency: int) -> 
     print(json.dumps({"ok": ok, "failed": failed, "elapsed": elapsed}), flush=True)
 
 
+async def _serve() -> None:
+    """Run the runs given on stdin (one JSON line each, then ``go``) until it closes."""
+    loop = asyncio.get_running_loop()
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        run = json.loads(line)
+        await _worker(run["url"], run["fleet"], run["calls"], run["concurrency"])
+
+
+class FleetWorkers:
+    """``count`` worker processes for one or more ``run_fleet`` runs (``async with``)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._procs: list[asyncio.subprocess.Process] = []
+
+    async def __aenter__(self) -> Self:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        env.pop("SVC_FLEET_URL", None)
+        try:
+            for _ in range(self.count):
+                self._procs.append(
+                    await asyncio.create_subprocess_exec(
+                        sys.executable,
+                        "-m",
+                        "svc_async.testing.fleet",
+                        stdin=asyncio.subprocess.PIPE,
+                        stdout=asyncio.subprocess.PIPE,
+                        env=env,
+                    )
+                )
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _tell(self, line: bytes) -> None:
+        for proc in self._procs:
+            assert proc.stdin is not None
+            proc.stdin.write(line)
+            await proc.stdin.drain()
+
+    async def _lines(self, timeout: float) -> list[bytes]:
+        lines = []
+        for proc in self._procs:
+            assert proc.stdout is not None
+            lines.append(await asyncio.wait_for(proc.stdout.readline(), timeout))
+        return lines
+
+    async def prepare(self, url: str, fleet: str | None, calls: int, concurrency: int) -> None:
+        """Give every worker its run; return once each has connected and waits to start."""
+        run = {"url": url, "fleet": fleet or "", "calls": calls, "concurrency": concurrency}
+        await self._tell(json.dumps(run).encode() + b"\n")
+        for line in await self._lines(120):
+            if line.strip() != b"ready":
+                raise RuntimeError(f"a fleet worker did not start: {line!r}")
+
+    async def go(self) -> list[dict[str, Any]]:
+        """Start every worker's run at once; their reports."""
+        await self._tell(b"go\n")
+        return [json.loads(line) for line in await self._lines(300)]
+
+    async def aclose(self) -> None:
+        """Close the workers' input (they exit); kill any that does not within 10 s."""
+        for proc in self._procs:
+            if proc.returncode is None:
+                if proc.stdin is not None:
+                    proc.stdin.close()
+                try:
+                    await asyncio.wait_for(proc.wait(), 10)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
+        self._procs = []
+
+
 async def run_fleet(
     *,
     processes: int,
@@ -59,52 +145,24 @@ async def run_fleet(
     budget: int,
     window: float,
     fleet: str | None,
+    workers: FleetWorkers | None = None,
 ) -> dict[str, Any]:
-    """One run; the figures (see the module docstring)."""
-    async with FakeService(seed=1, rate_limit=(budget, window)) as fake, fake.serve() as url:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-        env.pop("SVC_FLEET_URL", None)
-        args = [url, fleet or "", str(calls), str(concurrency)]
-        workers = [
-            await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "svc_async.testing.fleet",
-                *args,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                env=env,
-            )
-            for _ in range(processes)
-        ]
-        try:
-            for worker in workers:
-                assert worker.stdout is not None
-                line = await asyncio.wait_for(worker.stdout.readline(), 120)
-                if line.strip() != b"ready":
-                    raise RuntimeError(f"a fleet worker did not start: {line!r}")
-            fake.reset_counters()
-            started = time.monotonic()
-            for worker in workers:
-                assert worker.stdin is not None
-                worker.stdin.write(b"go\n")
-                await worker.stdin.drain()
-            reports = []
-            for worker in workers:
-                assert worker.stdout is not None
-                line = await asyncio.wait_for(worker.stdout.readline(), 300)
-                reports.append(json.loads(line))
-            wall = time.monotonic() - started
-        finally:
-            for worker in workers:
-                if worker.returncode is None:
-                    if worker.stdin is not None:
-                        worker.stdin.close()
-                    try:
-                        await asyncio.wait_for(worker.wait(), 10)
-                    except TimeoutError:
-                        worker.kill()
-                        await worker.wait()
+    """One run (on ``workers`` if given, else on processes of its own); the figures (see
+    the module docstring)."""
+    if workers is not None and workers.count != processes:
+        raise ValueError(f"{processes} processes asked for, {workers.count} workers given")
+    async with (
+        FakeService(seed=1, rate_limit=(budget, window)) as fake,
+        fake.serve() as url,
+        contextlib.AsyncExitStack() as stack,
+    ):
+        if workers is None:
+            workers = await stack.enter_async_context(FleetWorkers(processes))
+        await workers.prepare(url, fleet, calls, concurrency)
+        fake.reset_counters()
+        started = time.monotonic()
+        reports = await workers.go()
+        wall = time.monotonic() - started
         total = processes * calls
         ideal = (total / budget - 1) * window
         return {
@@ -125,5 +183,4 @@ async def run_fleet(
 
 
 if __name__ == "__main__":
-    _url, _fleet, _calls, _concurrency = sys.argv[1:5]
-    asyncio.run(_worker(_url, _fleet or None, int(_calls), int(_concurrency)))
+    asyncio.run(_serve())

@@ -227,11 +227,13 @@ class FakeService(Drivers, Observers, Knobs):
     async def serve(self, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
         """Serve on ``host:port`` (default a free loopback port); yields the base URL.
 
-        The files origin listens on another free port of ``host`` (``files_url``).
+        The files origin listens on another free port of ``host`` (``files_url``). On
+        exit an answer still in flight gets 0.1 s to finish, then is cut (an injected
+        stall or latency would otherwise hold the stop).
         """
-        runner = web.AppRunner(make_app(self._execute), access_log=None, shutdown_timeout=0.5)
+        runner = web.AppRunner(make_app(self._execute), access_log=None, shutdown_timeout=0.1)
         files_runner = web.AppRunner(
-            make_app(self._execute, origin="files"), access_log=None, shutdown_timeout=0.5
+            make_app(self._execute, origin="files"), access_log=None, shutdown_timeout=0.1
         )
         await runner.setup()
         await files_runner.setup()
