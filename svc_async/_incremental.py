@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
+from ._exact_json import has_long_number, loads_exact, too_deep
 from .converter import structure
 from .errors import ResponseDecodeError
 from .redact import redact_text
@@ -259,7 +260,10 @@ class ArraySplitter:
         if gc_was_on:
             gc.disable()  # only around this synchronous step, never across an await
         try:
-            items = orjson.loads(b"[" + part + b"]")
+            text = b"[" + part + b"]"
+            items = orjson.loads(text)
+            if has_long_number(part):
+                items = self._exactly(text, items)
         except orjson.JSONDecodeError as exc:
             if not exact:
                 return None
@@ -268,6 +272,22 @@ class ArraySplitter:
             if gc_was_on:
                 gc.enable()
         return items  # type: ignore[no-any-return]
+
+    def _exactly(self, text: bytes, items: Any) -> Any:
+        """``text`` read again with every integer exact, as ``decode_json`` reads a body.
+
+        orjson reads integers beyond 64 bits as floats; a slice with a run of 19 digits
+        or more is read by the standard library instead (when not nested too deeply).
+        """
+        if too_deep(text):
+            raise ResponseDecodeError(
+                f"HTTP {self._status} body is nested too deeply to decode exactly",
+                status=self._status,
+            )
+        try:
+            return loads_exact(text)
+        except ValueError:  # what the standard library refuses: orjson's reading stands
+            return items
 
     def _syntax(self, why: str, part: bytes = b"") -> ResponseDecodeError:
         snippet = redact_text(" ".join(part[:80].decode("utf-8", "replace").split()))

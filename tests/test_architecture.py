@@ -96,7 +96,7 @@ ALLOWED = {
     "_codegen": {"errors"},
     "models": {"_codegen"},  # the NO_EXTRA sentinel; nothing else
     "converter": {"models", "_codegen", "errors"},
-    "_incremental": {"converter", "errors", "redact", "pipeline", "transport"},
+    "_incremental": {"converter", "errors", "redact", "pipeline", "transport", "_exact_json"},
     "transport": {"errors", "redact", "_validate"},
     "types": {"transport"},
     "auth": {"errors", "_validate"},

@@ -20,7 +20,9 @@ from svc_async import models as m
 from svc_async._incremental import ArraySplitter, Sliced, StreamDecode, structure_chunks
 from svc_async.converter import structure, unstructure
 from svc_async.errors import ConnectionLostError, ResponseDecodeError, ResponseTooLargeError
+from svc_async.pipeline import decode_json
 from svc_async.resources.entries import parse_entries
+from svc_async.transport import Response
 
 from .conftest import FIXTURES, serve_app
 from .test_converter_roundtrip import entries as entry_strategy
@@ -173,6 +175,27 @@ async def test_a_bad_value_deep_in_a_big_answer_has_the_one_shot_error_and_path(
     assert one_shot.value.path == "$[2345].soundRecording.songs[0].startTime"
     assert sliced.value.path == one_shot.value.path
     assert str(sliced.value) == str(one_shot.value)
+
+
+async def test_integers_beyond_64_bits_are_exact_as_on_the_one_shot_path() -> None:
+    """orjson reads them as floats; the slices holding one are read again exactly."""
+    data = big_body(40)
+    data[33] = {**data[33], "id": 123456789012345678901234}
+    body = json.dumps(data, separators=(",", ":")).encode()
+    got = await structure_chunks(chunked(body, 4096), m.Entry, slice_bytes=len(body) // 8)
+    assert got[33].id == 123456789012345678901234
+    assert got == structure(json.loads(body), list[m.Entry])
+
+
+async def test_a_long_number_nested_too_deeply_raises_as_on_the_one_shot_path() -> None:
+    deep = b"[" * 600 + b"12345678901234567890" + b"]" * 600
+    body = b"[" + _OK + b"," + deep + b"]"
+    with pytest.raises(ResponseDecodeError) as one_shot:
+        decode_json(Response(200, CIMultiDictProxy(CIMultiDict()), body))
+    with pytest.raises(ResponseDecodeError) as sliced:
+        await structure_chunks(chunked(body, 64), m.Entry, status=200, slice_bytes=32)
+    assert str(sliced.value) == str(one_shot.value)
+    assert "nested too deeply" in str(sliced.value)
 
 
 _OK = b'{"id": 1, "name": "a", "fields": [], "soundRecording": null}'
