@@ -49,7 +49,7 @@ async def _stubborn() -> None:
 @pytest.mark.looptime
 async def test_closing_a_wake_listener_that_swallowed_its_cancellation_ends() -> None:
     store = Store("redis://127.0.0.1:9/0")  # never connected: only the close is at stake
-    wake = JobWake(store, lambda update: None)
+    wake = JobWake(store, lambda update: None, "test")
     wake._task = asyncio.get_running_loop().create_task(_stubborn())
     await asyncio.sleep(0)
     bound = asyncio.timeout(30)  # virtual: a hang would end here at once, cancelled

@@ -55,6 +55,22 @@ async def test_a_status_update_wakes_subscribers_in_every_receiver(redis_url: st
         waiter.unsubscribe(sub)
 
 
+async def test_another_accounts_updates_never_wake_this_ones_waiters(redis_url: str) -> None:
+    async with (
+        WebhookReceiver("other-secret", fleet=redis_url) as other,
+        WebhookReceiver("s", fleet=redis_url) as replica,
+        WebhookReceiver("s", fleet=redis_url) as waiter,
+    ):
+        theirs, ours = waiter.subscribe(42), waiter.subscribe(43)
+        await asyncio.wait_for(waiter._fleet.wake.ready.wait(), 5)
+        await other.accept(_status(42, "Failed"))  # job 42 of another account
+        await replica.accept(_status(43))  # published after it: arrives after it
+        await asyncio.wait_for(ours.event.wait(), 5)
+        assert not theirs.event.is_set()
+        waiter.unsubscribe(theirs)
+        waiter.unsubscribe(ours)
+
+
 async def test_a_receiver_without_callbacks_never_takes_a_delivery(redis_url: str) -> None:
     # A waiter's receiver (subscribed, no callbacks) reading the stream first would take
     # the delivery and run nothing: the replica's callback would never run.

@@ -23,14 +23,19 @@ from .store import Store, cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
-CHANNEL = "svc:jobs:status"
-
 
 class JobWake:
-    """Publishes status updates and hands the fleet's to ``deliver`` (see the module)."""
+    """Publishes status updates and hands the fleet's to ``deliver`` (see the module).
 
-    def __init__(self, store: Store, deliver: Callable[[JobStatusUpdate], None]) -> None:
+    The channel is the namespace's own: receivers of another account (other webhook
+    secrets) on the same Redis never wake this one's waiters.
+    """
+
+    def __init__(
+        self, store: Store, deliver: Callable[[JobStatusUpdate], None], namespace: str
+    ) -> None:
         self.store = store
+        self.channel = f"svc:{namespace}:jobs:status"
         self._deliver = deliver
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
@@ -39,7 +44,7 @@ class JobWake:
     async def publish(self, job_id: int, status: str) -> None:
         """Tell every listening process (never raises; store away: nobody is told)."""
         message = f"{job_id} {status}"
-        await self.store.run(lambda r: r.publish(CHANNEL, message))
+        await self.store.run(lambda r: r.publish(self.channel, message))
 
     def listen(self) -> None:
         """Start listening in this process (once; needs a running loop)."""
@@ -51,7 +56,7 @@ class JobWake:
         while True:
             pubsub: Any = self.store.redis.pubsub(ignore_subscribe_messages=True)
             try:
-                if await self.store.run(_subscriber(pubsub)) is None:
+                if await self.store.run(_subscriber(pubsub, self.channel)) is None:
                     await clock.sleep(self.store.retry_every)
                     continue
                 self.ready.set()
@@ -84,9 +89,9 @@ class JobWake:
             self._task = None
 
 
-def _subscriber(pubsub: Any) -> Callable[[Any], Awaitable[bool]]:
+def _subscriber(pubsub: Any, channel: str) -> Callable[[Any], Awaitable[bool]]:
     async def subscribe(_: Any) -> bool:
-        await pubsub.subscribe(CHANNEL)
+        await pubsub.subscribe(channel)
         return True
 
     return subscribe

@@ -293,7 +293,7 @@ class FleetDeliveries:
             claim_after=claim_after,
             takes=takes,
         )
-        self.wake = JobWake(self.store, wake)
+        self.wake = JobWake(self.store, wake, namespace)
         self._listening = False
 
     def listen(self) -> None:
