@@ -677,10 +677,7 @@ async def run(env: Env, call: Call) -> Any:
                 failure = exc
             finally:
                 if call.service:
-                    if env.pacer is None and response is not None:
-                        env.seen.record(response.headers, None)
-                    else:
-                        observe(env, response)
+                    observe(env, response)
             if call.span is not None:
                 call.span.attempt(attempt, None if response is None else response.status, failure)
             if response is not None:

@@ -289,11 +289,7 @@ class AiohttpTransport:
         A header aiohttp would refuse is refused here first, as ``LocalProtocolError``:
         aiohttp's own refusal is a bare ValueError from deep inside its writer.
         """
-        if request.headers is not self._checked:  # the client reuses one headers object
-            bad = header_problem(request.headers)
-            if bad is not None:
-                raise _refused(request, bad)
-            self._checked = request.headers
+        self._checked = _sendable_headers(request, self._checked)
         session = self._session
         if session is None or self._closed or self._loop is not asyncio.get_running_loop():
             session = self._get_session()
@@ -436,6 +432,19 @@ def _wrap_error(exc: BaseException, request: Request) -> TransportError:
     return TransportError(f"{where} failed: {detail}", request=request)
 
 
+def _sendable_headers(request: Request, checked: Mapping[str, str] | None) -> Mapping[str, str]:
+    """``request.headers``, once sure aiohttp would send them; else ``LocalProtocolError``.
+
+    ``checked`` is the mapping a transport passed last: the client reuses one headers
+    object, so the check runs once per distinct mapping, not once per request.
+    """
+    if request.headers is not checked:
+        bad = header_problem(request.headers)
+        if bad is not None:
+            raise _refused(request, bad)
+    return request.headers
+
+
 def _refused(request: Request, header: str) -> LocalProtocolError:
     """The error for a request refused before sending; names the header, never its value."""
     return LocalProtocolError(
@@ -482,11 +491,7 @@ class MockTransport:
         """Record ``request`` and answer with the handler's response."""
         if self.closed:
             raise TransportError("transport is closed")
-        if request.headers is not self._checked:  # the client reuses one headers object
-            bad = header_problem(request.headers)
-            if bad is not None:  # refused as aiohttp refuses it
-                raise _refused(request, bad)
-            self._checked = request.headers
+        self._checked = _sendable_headers(request, self._checked)  # as aiohttp refuses
         self.requests.append(request)
         result = self.handler(request)
         if inspect.isawaitable(result):
