@@ -16,7 +16,7 @@ import traceback
 import warnings
 from collections.abc import Awaitable, Coroutine
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack, cast
+from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack
 
 import orjson
 import yarl
@@ -542,7 +542,7 @@ class Client:
             self._check_usable()
         # ``options`` is this call's own dict: what is taken out here is the client's to
         # resolve; the rest are ``Call`` fields of the same names.
-        rest = cast("dict[str, Any]", options)
+        rest: dict[str, Any] = options  # type: ignore[assignment]
         policy = rest.pop("retry", None) or self._retry
         timeout = rest.pop("timeout", "default")
         attempt = rest.pop("attempt_timeout", "default")

@@ -36,6 +36,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from ._exact_json import has_long_number, loads_exact, too_deep
 from .auth import AccountCall, Auth, secrets_of
 from .clock import SYSTEM_CLOCK, Clock
+from .cutoff import Cutoffs
 from .errors import (
     APIError,
     ClientClosedError,
@@ -434,6 +435,8 @@ class Env:
     transport_cuts: bool = False
     """The transport ends each exchange at ``Request.timeout`` itself (it says so with
     ``enforces_timeout = True``); otherwise the pipeline cuts each send off."""
+    cutoffs: Cutoffs = attrs.field(factory=Cutoffs)
+    """The sends the pipeline cuts off itself (when the transport does not)."""
     trace: Callable[[Env, Call], Awaitable[Any]] | None = None
     """Runs a call inside a span (``svc_async.tracing``); it calls ``run`` with ``Call.span``."""
     clock: Clock = SYSTEM_CLOCK
@@ -588,13 +591,14 @@ async def _cut_send(env: Env, call: Call, request: Request, when: float) -> tupl
     deadline then holds whatever the transport does. Returns the response with the
     streamed data (``_NO_DATA`` when the body was read whole).
     """
+    cut = env.cutoffs.arm(max(0.0, when - env.clock.now()))
     try:
-        async with asyncio.timeout(max(0.0, when - env.clock.now())) as timer:
-            if call.stream_decode is not None and isinstance(env.transport, StreamingTransport):
-                return await _send_streamed(env.transport, request, call.stream_decode)
-            return await env.transport.send(request), _NO_DATA
-    except TimeoutError:
-        if not timer.expired():
+        if call.stream_decode is not None and isinstance(env.transport, StreamingTransport):
+            sent = await _send_streamed(env.transport, request, call.stream_decode)
+        else:
+            sent = await env.transport.send(request), _NO_DATA
+    except BaseException:
+        if not env.cutoffs.disarm(cut):
             raise
         limit = request.timeout.total if request.timeout is not None else None
         raise RequestTimeout(
@@ -602,6 +606,8 @@ async def _cut_send(env: Env, call: Call, request: Request, when: float) -> tupl
             + ("" if limit is None else f" after {limit:g}s"),
             request=request,
         ) from None
+    env.cutoffs.disarm(cut)
+    return sent
 
 
 async def run(env: Env, call: Call) -> Any:

@@ -23,6 +23,7 @@ import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._validate import header_problem
+from .cutoff import Cutoffs
 from .errors import (
     ConnectError,
     ConnectionLostError,
@@ -214,8 +215,9 @@ class AiohttpTransport:
     """
 
     enforces_timeout = True
-    """aiohttp's own timer ends each exchange at ``Request.timeout`` (connect, sending
-    and reading the body included), so the pipeline need not start a second one."""
+    """Each exchange ends at ``Request.timeout`` (connect, sending and reading the body
+    included), so the pipeline need not start a second timer: a ``send``'s total is cut
+    by one timer shared by every send in flight, a ``stream``'s by aiohttp's own."""
 
     def __init__(
         self,
@@ -238,10 +240,11 @@ class AiohttpTransport:
         self.max_body_size = max_body_size
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._timeouts: dict[Timeout | None, aiohttp.ClientTimeout] = {}
-        self._last_timeout: Timeout | None = None
-        self._last_client_timeout = aiohttp.ClientTimeout()
+        self._timeouts: dict[Timeout, aiohttp.ClientTimeout] = {}
+        self._last_timeout = _DEFAULT_TIMEOUT
+        self._last_client_timeout = _untimed(_DEFAULT_TIMEOUT)
         self._checked: Mapping[str, str] | None = None
+        self._cutoffs = Cutoffs()
 
     def __repr__(self) -> str:
         return f"<AiohttpTransport limit={self._limit} owns_session={self._owns_session}>"
@@ -270,20 +273,19 @@ class AiohttpTransport:
             self._loop = asyncio.get_running_loop()  # the caller's session: its loop is this one
         return self._session
 
-    def _client_timeout(self, timeout: Timeout | None) -> aiohttp.ClientTimeout:
+    def _send_timeout(self, timeout: Timeout) -> aiohttp.ClientTimeout:
+        """aiohttp's limits for a ``send``: connect and read only (``total`` is a cut)."""
         if timeout is self._last_timeout:  # calls mostly share the client's one Timeout
             return self._last_client_timeout
         cached = self._timeouts.get(timeout)
         if cached is None:
             if len(self._timeouts) >= 256:
                 self._timeouts.clear()
-            t = timeout or Timeout()
-            cached = aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read)
-            self._timeouts[timeout] = cached
+            cached = self._timeouts[timeout] = _untimed(timeout)
         self._last_timeout, self._last_client_timeout = timeout, cached
         return cached
 
-    def _open(self, request: Request) -> Any:
+    def _open(self, request: Request, timeout: aiohttp.ClientTimeout) -> Any:
         """Start ``request`` on the session; never follows redirects.
 
         A header aiohttp would refuse is refused here first, as ``LocalProtocolError``:
@@ -298,15 +300,21 @@ class AiohttpTransport:
             request.url,
             headers=request.headers,
             data=request.content,
-            timeout=self._client_timeout(request.timeout),
+            timeout=timeout,
             allow_redirects=False,
         )
 
     async def send(self, request: Request) -> Response:
-        """Send ``request``; every aiohttp failure comes back as a redacted TransportError."""
+        """Send ``request``; every aiohttp failure comes back as a redacted TransportError.
+
+        ``Request.timeout.total`` is enforced by one timer shared by every send in
+        flight (``cutoff.Cutoffs``), not by a timer of aiohttp's per request.
+        """
+        timeout = request.timeout or _DEFAULT_TIMEOUT
+        cut = None if timeout.total is None else self._cutoffs.arm(timeout.total)
         try:
             # Awaited directly rather than through ``async with``: one layer less per call.
-            resp = await self._open(request)
+            resp = await self._open(request, self._send_timeout(timeout))
             try:
                 length = _declared_length(resp)
                 if length is not None and length <= self.max_body_size:
@@ -316,17 +324,24 @@ class AiohttpTransport:
                     content = b"".join([chunk async for chunk in chunks])
             finally:
                 resp.release()
-            return Response(resp.status, resp.headers, content)
-        except TransportError:
-            raise
-        except Exception as exc:
+            response = Response(resp.status, resp.headers, content)
+        except BaseException as exc:
+            if self._cutoffs.disarm(cut):
+                raise _timed_out(request, timeout.total) from None
+            if isinstance(exc, TransportError) or not isinstance(exc, Exception):
+                raise
             raise _wrap_error(exc, request) from None
+        if cut is not None:
+            self._cutoffs.disarm(cut)
+        return response
 
     @asynccontextmanager
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
         """Open ``request`` and yield the response with its body unread."""
+        t = request.timeout or _DEFAULT_TIMEOUT
+        timeout = aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read)
         try:
-            resp = await self._open(request)
+            resp = await self._open(request, timeout)
         except TransportError:
             raise
         except Exception as exc:
@@ -347,6 +362,21 @@ class AiohttpTransport:
             else:
                 await self._session.close()
         self._session = None
+
+
+_DEFAULT_TIMEOUT = Timeout()
+"""The limits of a request that carries none."""
+
+
+def _untimed(timeout: Timeout) -> aiohttp.ClientTimeout:
+    """``timeout`` for aiohttp without ``total``: a send's total is a ``Cutoffs`` cut."""
+    return aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read)
+
+
+def _timed_out(request: Request, seconds: float | None) -> RequestTimeout:
+    """The error of a send cut off at its ``Request.timeout.total``."""
+    where = f"{request.method} {redact_url(request.url)}"
+    return RequestTimeout(f"timeout on {where} after {seconds:g}s", request=request)
 
 
 def _abandon(session: aiohttp.ClientSession) -> None:

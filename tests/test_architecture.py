@@ -90,6 +90,7 @@ ALLOWED = {
     "_validate": set(),
     "redact": set(),
     "clock": set(),
+    "cutoff": set(),
     "retry": {"clock"},
     "pagination": set(),
     "errors": set(),  # models and transport only under TYPE_CHECKING
@@ -97,7 +98,7 @@ ALLOWED = {
     "models": {"_codegen"},  # the NO_EXTRA sentinel; nothing else
     "converter": {"models", "_codegen", "errors"},
     "_incremental": {"converter", "errors", "redact", "pipeline", "transport", "_exact_json"},
-    "transport": {"errors", "redact", "_validate"},
+    "transport": {"cutoff", "errors", "redact", "_validate"},
     "types": {"transport"},
     "auth": {"errors", "_validate"},
     "ratelimit": {"clock", "errors", "models", "retry"},
@@ -105,6 +106,7 @@ ALLOWED = {
         "_exact_json",
         "auth",
         "clock",
+        "cutoff",
         "errors",
         "models",
         "ratelimit",
@@ -247,8 +249,9 @@ def test_every_public_name_resolves_and_the_lazy_ones_load_on_first_use() -> Non
 
 
 # One clock: every time read and every wait of the package goes through the seam.
-# testing.fleet and testing.redis_server drive real processes on the real clock (by nature).
-CLOCK_MODULES = {"clock", "testing.clock", "testing.fleet", "testing.redis_server"}
+# testing.fleet and testing.redis_server drive real processes on the real clock (by nature);
+# cutoff schedules its one timer on the loop's timeline, as asyncio.timeout does.
+CLOCK_MODULES = {"clock", "cutoff", "testing.clock", "testing.fleet", "testing.redis_server"}
 _TIME_READS = {"time", "monotonic", "monotonic_ns", "perf_counter", "time_ns", "sleep"}
 
 

@@ -1,0 +1,124 @@
+"""Cut many sends off at their deadlines with one loop timer, not one timer each.
+
+``asyncio.timeout`` (and aiohttp's per-request ``total``) puts a ``TimerHandle`` on the
+loop's heap for every use and leaves it there, cancelled, when the send ends first: at
+32 calls in flight that bookkeeping cost about a tenth of a small call. ``Cutoffs``
+keeps the armed cuts in a dict and one timer at the earliest of them; calls that end in
+time only add and remove a dict entry. When the timer fires it cancels the tasks whose
+deadline passed, exactly as ``asyncio.timeout`` does, and ``disarm`` tells the caller
+whether that cancellation is the one it is unwinding (another one pending wins).
+
+Deadlines are on the running loop's timeline, the one ``SystemClock.now()`` and the
+test clock read, so virtual time (looptime) moves these cuts as it moves asyncio's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+__all__ = ["Cut", "Cutoffs"]
+
+_RESOLUTION = time.get_clock_info("monotonic").resolution
+"""What asyncio allows a timer to fire early by; a cut due within it is due."""
+
+
+class Cut:
+    """One armed deadline: the task to cancel, when, and whether it was."""
+
+    __slots__ = ("cancelling", "fired", "task", "when")
+
+    def __init__(self, task: asyncio.Task[object], when: float) -> None:
+        self.task = task
+        self.when = when
+        self.cancelling = task.cancelling()
+        self.fired = False
+
+
+class Cutoffs:
+    """The armed cuts of one transport (or pipeline), and the one timer behind them.
+
+    ``arm(seconds)`` inside a task, then ``disarm(cut)`` when the guarded section ends,
+    however it ends. Bound to the loop it is first used on; used on another loop (a
+    second ``asyncio.run``) it starts afresh there.
+    """
+
+    __slots__ = ("_at", "_handle", "_loop", "_pending")
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: dict[Cut, None] = {}
+        self._handle: asyncio.TimerHandle | None = None
+        self._at = math.inf
+
+    def __repr__(self) -> str:
+        return f"<Cutoffs armed={len(self._pending)}>"
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def arm(self, seconds: float) -> Cut | None:
+        """Cancel the current task ``seconds`` from now unless disarmed first.
+
+        None outside a task (nothing to cancel; the caller's own bounds apply).
+        """
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._rebind(loop)
+        task = asyncio.current_task(loop)
+        if task is None:
+            return None
+        cut = Cut(task, loop.time() + seconds)
+        self._pending[cut] = None
+        if cut.when < self._at:
+            self._schedule(cut.when)
+        return cut
+
+    def disarm(self, cut: Cut | None) -> bool:
+        """End ``cut``; True when it fired and its cancellation is the one under way.
+
+        Call it exactly once per armed cut, in a ``finally`` or ``except`` of the guarded
+        section. True means: raise your timeout error in place of the CancelledError (or
+        of whatever the cancellation became). False after it fired means another
+        cancellation is also pending: let the CancelledError go on.
+        """
+        if cut is None:
+            return False
+        pending = self._pending
+        pending.pop(cut, None)
+        if not pending and self._handle is not None:
+            self._handle.cancel()  # nothing left to cut: leave no timer behind
+            self._handle, self._at = None, math.inf
+        if not cut.fired:
+            return False
+        return cut.task.uncancel() <= cut.cancelling
+
+    def _rebind(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._handle is not None and self._loop is not None and not self._loop.is_closed():
+            self._handle.cancel()
+        self._loop, self._pending, self._handle, self._at = loop, {}, None, math.inf
+
+    def _schedule(self, when: float) -> None:
+        assert self._loop is not None
+        if self._handle is not None:
+            self._handle.cancel()
+        self._at = when
+        self._handle = self._loop.call_at(when, self._fire)
+
+    def _fire(self) -> None:
+        assert self._loop is not None
+        self._handle, self._at = None, math.inf
+        due = self._loop.time() + _RESOLUTION
+        nearest = math.inf
+        for cut in self._pending:
+            if cut.fired:
+                continue
+            if cut.when <= due:
+                cut.fired = True
+                if not cut.task.done():
+                    cut.task.cancel()
+            elif cut.when < nearest:
+                nearest = cut.when
+        if nearest < math.inf:
+            self._schedule(nearest)

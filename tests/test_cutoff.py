@@ -1,0 +1,250 @@
+"""``Cutoffs``: many sends cut off at their own deadlines by one loop timer.
+
+Unit tests run on looptime's virtual loop clock; the transport's tests use a real
+loopback server that stalls (marked ``slow``), since there the cut must end real I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import yarl
+
+from svc_async import AiohttpTransport, Request, RequestTimeout, Timeout
+from svc_async.cutoff import Cutoffs
+
+
+def _now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+async def _guarded(cutoffs: Cutoffs, seconds: float, work: float) -> str:
+    """Sleep ``work`` seconds under a cut of ``seconds``; say how it ended."""
+    cut = cutoffs.arm(seconds)
+    try:
+        await asyncio.sleep(work)
+    except asyncio.CancelledError:
+        if cutoffs.disarm(cut):
+            return f"cut at {_now():g}"
+        raise
+    cutoffs.disarm(cut)
+    return f"done at {_now():g}"
+
+
+@pytest.mark.looptime
+async def test_each_cut_fires_at_its_own_deadline_and_the_rest_finish() -> None:
+    cutoffs = Cutoffs()
+    ends = await asyncio.gather(
+        _guarded(cutoffs, 3.0, 10.0),
+        _guarded(cutoffs, 1.0, 10.0),
+        _guarded(cutoffs, 5.0, 2.0),
+        _guarded(cutoffs, 2.0, 10.0),
+    )
+    assert ends == ["cut at 3", "cut at 1", "done at 2", "cut at 2"]
+    assert len(cutoffs) == 0
+
+
+@pytest.mark.looptime
+async def test_a_later_shorter_cut_moves_the_timer_earlier() -> None:
+    cutoffs = Cutoffs()
+    long = asyncio.create_task(_guarded(cutoffs, 60.0, 100.0))
+    await asyncio.sleep(1.0)
+    assert await _guarded(cutoffs, 0.5, 100.0) == "cut at 1.5"
+    assert await long == "cut at 60"
+
+
+@pytest.mark.looptime
+async def test_many_cuts_in_flight_share_one_loop_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = asyncio.get_running_loop()
+    scheduled = []
+    call_at = loop.call_at
+
+    def counting(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        if getattr(callback, "__self__", None) is cutoffs:
+            scheduled.append(when)
+        return call_at(when, callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_at", counting)
+    cutoffs = Cutoffs()
+    ends = await asyncio.gather(*(_guarded(cutoffs, 30.0, 0.01 * i) for i in range(1, 101)))
+    assert all(end.startswith("done") for end in ends)
+    assert scheduled == [pytest.approx(30.0)]  # one timer for the hundred
+    assert len(cutoffs) == 0
+
+
+@pytest.mark.looptime
+async def test_no_timer_is_left_behind_once_nothing_is_armed() -> None:
+    cutoffs = Cutoffs()
+    assert await _guarded(cutoffs, 30.0, 0.1) == "done at 0.1"
+    before = _now()
+    await asyncio.sleep(0)  # looptime would jump to a leftover timer here
+    assert _now() == before
+    assert cutoffs._handle is None
+
+
+@pytest.mark.looptime
+async def test_another_cancellation_wins_over_a_cut_that_fired_too() -> None:
+    cutoffs = Cutoffs()
+    seen = []
+
+    async def guarded() -> None:
+        cut = cutoffs.arm(1.0)
+        asyncio.get_running_loop().call_at(_now() + 1.0, task.cancel)  # in the same step
+        try:
+            await asyncio.sleep(10.0)
+        except asyncio.CancelledError:
+            seen.append((cut is not None and cut.fired, cutoffs.disarm(cut)))
+            raise
+
+    task = asyncio.create_task(guarded())
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == [(True, False)]  # it fired, yet the other cancellation goes on
+    assert _now() == 1.0
+
+
+@pytest.mark.looptime
+async def test_an_earlier_cancellation_is_not_a_timeout() -> None:
+    cutoffs = Cutoffs()
+    task = asyncio.create_task(_guarded(cutoffs, 1.0, 10.0))
+    await asyncio.sleep(0.5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(cutoffs) == 0
+
+
+@pytest.mark.looptime
+async def test_a_swallowed_cut_leaves_the_task_uncancelled() -> None:
+    cutoffs = Cutoffs()
+    cut = cutoffs.arm(1.0)
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.sleep(5.0)
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 1
+    assert cutoffs.disarm(cut)
+    assert task.cancelling() == 0
+    await asyncio.sleep(0.1)  # and the task goes on normally
+
+
+def test_outside_a_task_nothing_is_armed() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        cutoffs = Cutoffs()
+
+        def arm() -> object:
+            return cutoffs.arm(1.0)
+
+        assert loop.run_until_complete(_in_callback(loop, arm)) is None
+        assert cutoffs.disarm(None) is False
+    finally:
+        loop.close()
+
+
+async def _in_callback(loop: asyncio.AbstractEventLoop, fn: Any) -> Any:
+    done: asyncio.Future[Any] = loop.create_future()
+    loop.call_soon(lambda: done.set_result(fn()))
+    return await done
+
+
+def test_used_on_a_second_loop_it_starts_afresh() -> None:
+    cutoffs = Cutoffs()
+
+    async def once() -> str:
+        return await _guarded(cutoffs, 0.05, 1.0)
+
+    assert asyncio.run(once()).startswith("cut")
+    assert asyncio.run(once()).startswith("cut")
+    assert len(cutoffs) == 0
+
+
+# ------------------------------------------------------------------ the aiohttp transport
+
+
+@contextlib.asynccontextmanager
+async def _stalling_server() -> AsyncIterator[str]:
+    """``/stall`` never answers (until the test ends); ``/ok`` answers at once."""
+    from aiohttp import web
+
+    release = asyncio.Event()
+
+    async def stall(_: web.Request) -> web.Response:
+        await release.wait()
+        return web.json_response([])
+
+    async def ok(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_get("/stall", stall)
+    app.router.add_get("/ok", ok)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with asyncio.timeout(20):  # a cut that never fires fails the test, not CI
+            yield f"http://127.0.0.1:{port}"
+    finally:
+        release.set()
+        await runner.cleanup()
+
+
+def _get(base: str, path: str, total: float | None) -> Request:
+    query = "?token=s3cret-query"  # a signed-URL style secret: never in the error
+    return Request("GET", yarl.URL(base + path + query), timeout=Timeout(total=total))
+
+
+@pytest.mark.slow
+async def test_the_transport_cuts_each_stalled_send_at_its_own_total() -> None:
+    async with _stalling_server() as base:
+        transport = AiohttpTransport()
+        try:
+
+            async def timed(path: str, total: float | None) -> tuple[str, float]:
+                start = _now()
+                try:
+                    response = await transport.send(_get(base, path, total))
+                except RequestTimeout as exc:
+                    assert "s3cret" not in str(exc)
+                    return str(exc), _now() - start
+                return f"HTTP {response.status}", _now() - start
+
+            results = await asyncio.gather(
+                timed("/stall", 0.6),
+                timed("/stall", 0.2),
+                timed("/ok", 0.2),
+                timed("/ok", None),
+            )
+            (long, long_s), (short, short_s), (ok, _), (unbounded, _) = results
+            assert short.startswith("timeout on GET") and short.endswith("after 0.2s")
+            assert long.endswith("after 0.6s")
+            assert 0.2 <= short_s < 0.5 and 0.6 <= long_s < 1.2
+            assert ok == unbounded == "HTTP 200"
+            assert len(transport._cutoffs) == 0
+        finally:
+            await transport.aclose()
+
+
+@pytest.mark.slow
+async def test_cancelling_a_send_is_a_cancellation_not_a_timeout() -> None:
+    async with _stalling_server() as base:
+        transport = AiohttpTransport()
+        try:
+            task = asyncio.create_task(transport.send(_get(base, "/stall", 30.0)))
+            await asyncio.sleep(0.1)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert len(transport._cutoffs) == 0
+            # The transport goes on working after a cut and after a cancellation.
+            with pytest.raises(RequestTimeout):
+                await transport.send(_get(base, "/stall", 0.05))
+            assert (await transport.send(_get(base, "/ok", 5.0))).json() == {"ok": True}
+        finally:
+            await transport.aclose()
