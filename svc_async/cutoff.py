@@ -3,10 +3,11 @@
 ``asyncio.timeout`` (and aiohttp's per-request ``total``) puts a ``TimerHandle`` on the
 loop's heap for every use and leaves it there, cancelled, when the send ends first: at
 32 calls in flight that bookkeeping cost about a tenth of a small call. ``Cutoffs``
-keeps the armed cuts in a dict and one timer at the earliest of them; calls that end in
-time only add and remove a dict entry. When the timer fires it cancels the tasks whose
-deadline passed, exactly as ``asyncio.timeout`` does, and ``disarm`` tells the caller
-whether that cancellation is the one it is unwinding (another one pending wins).
+keeps the armed cuts in a dict and one timer, never later than the earliest of them;
+calls that end in time only add and remove a dict entry. When the timer fires it
+cancels the tasks whose deadline passed, exactly as ``asyncio.timeout`` does, and sets
+itself again for the earliest cut still armed (none: it stops). ``disarm`` tells the
+caller whether the cancellation it is unwinding is the cut's (another one pending wins).
 
 Deadlines are on the running loop's timeline, the one ``SystemClock.now()`` and the
 test clock read, so virtual time (looptime) moves these cuts as it moves asyncio's.
@@ -85,11 +86,9 @@ class Cutoffs:
         """
         if cut is None:
             return False
-        pending = self._pending
-        pending.pop(cut, None)
-        if not pending and self._handle is not None:
-            self._handle.cancel()  # nothing left to cut: leave no timer behind
-            self._handle, self._at = None, math.inf
+        # The timer stays even when nothing is left armed: one call after another then
+        # costs no timer at all, and a timer that finds nothing due just stops.
+        self._pending.pop(cut, None)
         if not cut.fired:
             return False
         return cut.task.uncancel() <= cut.cancelling

@@ -77,13 +77,24 @@ async def test_many_cuts_in_flight_share_one_loop_timer(monkeypatch: pytest.Monk
 
 
 @pytest.mark.looptime
-async def test_no_timer_is_left_behind_once_nothing_is_armed() -> None:
+async def test_calls_one_after_another_share_the_timer_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = asyncio.get_running_loop()
+    scheduled = []
+    call_at = loop.call_at
+
+    def counting(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        if getattr(callback, "__self__", None) is cutoffs:
+            scheduled.append(when)
+        return call_at(when, callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_at", counting)
     cutoffs = Cutoffs()
-    assert await _guarded(cutoffs, 30.0, 0.1) == "done at 0.1"
-    before = _now()
-    await asyncio.sleep(0)  # looptime would jump to a leftover timer here
-    assert _now() == before
-    assert cutoffs._handle is None
+    for _ in range(50):  # 50 calls of 1 s, each under a 30 s cut
+        assert (await _guarded(cutoffs, 30.0, 1.0)).startswith("done")
+    # One timer for the first 30 s; when it fires it sets itself for the call then armed.
+    assert scheduled == [30.0, pytest.approx(59.0)]
+    await asyncio.sleep(60.0)  # nothing armed when that one fires: it stops
+    assert len(scheduled) == 2 and len(cutoffs) == 0
 
 
 @pytest.mark.looptime
