@@ -58,15 +58,35 @@ def _headers(value: Mapping[str, str] | None) -> CIMultiDictProxy[str]:
     return CIMultiDictProxy(CIMultiDict(value or {}))
 
 
-@attrs.frozen(slots=True, repr=False)
+@attrs.frozen(slots=True, repr=False, init=False)
 class Request:
-    """One HTTP request, fully built: the only thing a transport receives."""
+    """One HTTP request, fully built: the only thing a transport receives.
+
+    ``headers`` may be any mapping; it is kept as a read-only case-insensitive one.
+    """
 
     method: str
     url: yarl.URL
-    headers: CIMultiDictProxy[str] = attrs.field(factory=dict, converter=_headers)
-    content: bytes | None = None
-    timeout: Timeout | None = None
+    headers: CIMultiDictProxy[str]
+    content: bytes | None
+    timeout: Timeout | None
+
+    def __init__(
+        self,
+        method: str,
+        url: yarl.URL,
+        headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+        timeout: Timeout | None = None,
+    ) -> None:
+        # Frozen, yet built by setting each slot directly: one is made per attempt, and
+        # attrs' frozen __init__ looks each attribute up by name, several times slower
+        # with a busy loop's caches.
+        _set_method(self, method)
+        _set_url(self, url)
+        _set_req_headers(self, headers if type(headers) is CIMultiDictProxy else _headers(headers))
+        _set_req_content(self, content)
+        _set_timeout(self, timeout)
 
     def json(self) -> Any:
         """The body decoded as JSON (None when there is no body)."""
@@ -84,14 +104,29 @@ class Request:
         }
 
 
-@attrs.frozen(slots=True, repr=False)
+@attrs.frozen(slots=True, repr=False, init=False)
 class Response:
-    """One complete HTTP response with its body in memory."""
+    """One complete HTTP response with its body in memory.
+
+    ``headers`` may be any mapping; it is kept as a read-only case-insensitive one.
+    """
 
     status: int
-    headers: CIMultiDictProxy[str] = attrs.field(factory=dict, converter=_headers)
-    content: bytes = b""
-    request: Request | None = None
+    headers: CIMultiDictProxy[str]
+    content: bytes
+    request: Request | None
+
+    def __init__(
+        self,
+        status: int,
+        headers: Mapping[str, str] | None = None,
+        content: bytes = b"",
+        request: Request | None = None,
+    ) -> None:
+        _set_status(self, status)  # slots set directly, as in Request
+        _set_resp_headers(self, headers if type(headers) is CIMultiDictProxy else _headers(headers))
+        _set_resp_content(self, content)
+        _set_request(self, request)
 
     def json(self) -> Any:
         """The body decoded as JSON (raises orjson.JSONDecodeError on bad input)."""
@@ -104,6 +139,23 @@ class Response:
 
     def __repr__(self) -> str:
         return f"<Response {self.status} {len(self.content)} bytes>"
+
+
+def _slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    """Set ``name`` on an instance of ``cls`` past its frozen ``__setattr__``."""
+    setter: Callable[[Any, Any], None] = cls.__dict__[name].__set__
+    return setter
+
+
+_set_method = _slot_setter(Request, "method")
+_set_url = _slot_setter(Request, "url")
+_set_req_headers = _slot_setter(Request, "headers")
+_set_req_content = _slot_setter(Request, "content")
+_set_timeout = _slot_setter(Request, "timeout")
+_set_status = _slot_setter(Response, "status")
+_set_resp_headers = _slot_setter(Response, "headers")
+_set_resp_content = _slot_setter(Response, "content")
+_set_request = _slot_setter(Response, "request")
 
 
 def json_response(
@@ -274,9 +326,11 @@ class AiohttpTransport:
         return self._session
 
     def _send_timeout(self, timeout: Timeout) -> aiohttp.ClientTimeout:
-        """aiohttp's limits for a ``send``: connect and read only (``total`` is a cut)."""
-        if timeout is self._last_timeout:  # calls mostly share the client's one Timeout
-            return self._last_client_timeout
+        """aiohttp's limits for a ``send``: connect and read only (``total`` is a cut).
+
+        ``send`` checks first whether it is the last ``Timeout`` again (calls mostly
+        share the client's one) and skips this call.
+        """
         cached = self._timeouts.get(timeout)
         if cached is None:
             if len(self._timeouts) >= 256:
@@ -291,7 +345,8 @@ class AiohttpTransport:
         A header aiohttp would refuse is refused here first, as ``LocalProtocolError``:
         aiohttp's own refusal is a bare ValueError from deep inside its writer.
         """
-        self._checked = _sendable_headers(request, self._checked)
+        if request.headers is not self._checked:
+            self._checked = _sendable_headers(request, self._checked)
         session = self._session
         if session is None or self._closed or self._loop is not asyncio.get_running_loop():
             session = self._get_session()
@@ -311,10 +366,15 @@ class AiohttpTransport:
         flight (``cutoff.Cutoffs``), not by a timer of aiohttp's per request.
         """
         timeout = request.timeout or _DEFAULT_TIMEOUT
+        limits = (
+            self._last_client_timeout
+            if timeout is self._last_timeout
+            else self._send_timeout(timeout)
+        )
         cut = None if timeout.total is None else self._cutoffs.arm(timeout.total)
         try:
             # Awaited directly rather than through ``async with``: one layer less per call.
-            resp = await self._open(request, self._send_timeout(timeout))
+            resp = await self._open(request, limits)
             try:
                 length = _declared_length(resp)
                 if length is not None and length <= self.max_body_size:
