@@ -178,7 +178,8 @@ def test_used_on_a_second_loop_it_starts_afresh() -> None:
 
 @contextlib.asynccontextmanager
 async def _stalling_server() -> AsyncIterator[str]:
-    """``/stall`` never answers (until the test ends); ``/ok`` answers at once."""
+    """``/stall`` never answers (until the test ends); ``/ok`` answers at once; ``/drip``
+    sends its headers at once and its body slowly."""
     from aiohttp import web
 
     release = asyncio.Event()
@@ -190,9 +191,22 @@ async def _stalling_server() -> AsyncIterator[str]:
     async def ok(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})
 
+    async def drip(request: web.Request) -> web.StreamResponse:
+        """Headers at once, then the body a few bytes every 50 ms (about 2 s in all)."""
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.content_length = 4 + 40 * 3
+        await response.prepare(request)
+        await response.write(b'["x"')
+        for _ in range(40):
+            await asyncio.sleep(0.05)
+            await response.write(b',""')
+        await response.write_eof()
+        return response
+
     app = web.Application()
     app.router.add_get("/stall", stall)
     app.router.add_get("/ok", ok)
+    app.router.add_get("/drip", drip)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -257,5 +271,19 @@ async def test_cancelling_a_send_is_a_cancellation_not_a_timeout() -> None:
             with pytest.raises(RequestTimeout):
                 await transport.send(_get(base, "/stall", 0.05))
             assert (await transport.send(_get(base, "/ok", 5.0))).json() == {"ok": True}
+        finally:
+            await transport.aclose()
+
+
+@pytest.mark.slow
+async def test_a_body_that_drips_is_cut_at_the_total_after_its_headers_came() -> None:
+    async with _stalling_server() as base:
+        transport = AiohttpTransport()
+        try:
+            start = _now()
+            with pytest.raises(RequestTimeout, match=r"after 0\.3s"):
+                await transport.send(_get(base, "/drip", 0.3))
+            assert 0.3 <= _now() - start < 1.0  # not the body's 2 s
+            assert len(transport._cutoffs) == 0
         finally:
             await transport.aclose()
