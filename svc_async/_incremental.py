@@ -27,17 +27,16 @@ import re
 import weakref
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import orjson
 
-from ._exact_json import has_long_number, loads_exact, too_deep
+from ._exact_json import has_long_number
 from .converter import structure
 from .errors import ResponseDecodeError
+from .pipeline import decode_json, read_exactly
 from .redact import redact_text
-
-if TYPE_CHECKING:
-    from .transport import StreamResponse
+from .transport import Response, StreamResponse
 
 T = TypeVar("T")
 
@@ -263,7 +262,7 @@ class ArraySplitter:
             text = b"[" + part + b"]"
             items = orjson.loads(text)
             if has_long_number(part):
-                items = self._exactly(text, items)
+                items = read_exactly(text, items, self._status)
         except orjson.JSONDecodeError as exc:
             if not exact:
                 return None
@@ -272,22 +271,6 @@ class ArraySplitter:
             if gc_was_on:
                 gc.enable()
         return items  # type: ignore[no-any-return]
-
-    def _exactly(self, text: bytes, items: Any) -> Any:
-        """``text`` read again with every integer exact, as ``decode_json`` reads a body.
-
-        orjson reads integers beyond 64 bits as floats; a slice with a run of 19 digits
-        or more is read by the standard library instead (when not nested too deeply).
-        """
-        if too_deep(text):
-            raise ResponseDecodeError(
-                f"HTTP {self._status} body is nested too deeply to decode exactly",
-                status=self._status,
-            )
-        try:
-            return loads_exact(text)
-        except ValueError:  # what the standard library refuses: orjson's reading stands
-            return items
 
     def _syntax(self, why: str, part: bytes = b"") -> ResponseDecodeError:
         snippet = redact_text(" ".join(part[:80].decode("utf-8", "replace").split()))
@@ -555,9 +538,6 @@ class StreamDecode:
 
     @staticmethod
     def _one_shot(stream: StreamResponse, content: bytes) -> Any:
-        from .pipeline import decode_json
-        from .transport import Response
-
         return decode_json(Response(stream.status, stream.headers, content))
 
 

@@ -522,16 +522,25 @@ def decode_json(response: Response) -> Any:
             status=response.status,
         ) from None
     if has_long_number(content):
-        # orjson reads integers beyond 64 bits as floats: decode exactly instead.
-        if too_deep(content):
-            raise ResponseDecodeError(
-                f"HTTP {response.status} body is nested too deeply to decode exactly",
-                status=response.status,
-            )
-        # Not UTF-8, or a quirk orjson accepts: keep orjson's reading.
-        with contextlib.suppress(ValueError):
-            data = loads_exact(content)
+        return read_exactly(content, data, response.status)
     return data
+
+
+def read_exactly(content: bytes, data: Any, status: int | None) -> Any:
+    """JSON ``content`` read again with every integer exact (``data``: orjson's reading).
+
+    For a body ``has_long_number`` flags: orjson reads integers beyond 64 bits as
+    floats. A body nested too deeply raises ``ResponseDecodeError``; one the standard
+    library refuses (not UTF-8, or a quirk orjson accepts) keeps orjson's reading.
+    """
+    if too_deep(content):
+        raise ResponseDecodeError(
+            f"HTTP {status} body is nested too deeply to decode exactly", status=status
+        )
+    try:
+        return loads_exact(content)
+    except ValueError:
+        return data
 
 
 def api_error(

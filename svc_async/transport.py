@@ -84,7 +84,7 @@ class Request:
         # object.__setattr__, took about 40% longer.
         _set_method(self, method)
         _set_url(self, url)
-        _set_req_headers(self, headers if type(headers) is CIMultiDictProxy else _headers(headers))
+        _set_req_headers(self, _headers(headers))
         _set_req_content(self, content)
         _set_timeout(self, timeout)
 
@@ -124,7 +124,7 @@ class Response:
         request: Request | None = None,
     ) -> None:
         _set_status(self, status)  # slots set directly, as in Request
-        _set_resp_headers(self, headers if type(headers) is CIMultiDictProxy else _headers(headers))
+        _set_resp_headers(self, _headers(headers))
         _set_resp_content(self, content)
         _set_request(self, request)
 
@@ -292,7 +292,7 @@ class AiohttpTransport:
         self.max_body_size = max_body_size
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._timeouts: dict[Timeout, aiohttp.ClientTimeout] = {}
+        self._timeouts: dict[tuple[float | None, float | None], aiohttp.ClientTimeout] = {}
         self._last_timeout = _DEFAULT_TIMEOUT
         self._last_client_timeout = _untimed(_DEFAULT_TIMEOUT)
         self._checked: Mapping[str, str] | None = None
@@ -328,14 +328,16 @@ class AiohttpTransport:
     def _send_timeout(self, timeout: Timeout) -> aiohttp.ClientTimeout:
         """aiohttp's limits for a ``send``: connect and read only (``total`` is a cut).
 
-        ``send`` checks first whether it is the last ``Timeout`` again (calls mostly
-        share the client's one) and skips this call.
+        Kept by those two: attempts bounded by a call's deadline differ in ``total`` only.
         """
-        cached = self._timeouts.get(timeout)
+        if timeout is self._last_timeout:  # calls mostly share the client's one Timeout
+            return self._last_client_timeout
+        key = (timeout.connect, timeout.read)
+        cached = self._timeouts.get(key)
         if cached is None:
             if len(self._timeouts) >= 256:
                 self._timeouts.clear()
-            cached = self._timeouts[timeout] = _untimed(timeout)
+            cached = self._timeouts[key] = _untimed(timeout)
         self._last_timeout, self._last_client_timeout = timeout, cached
         return cached
 
@@ -345,8 +347,7 @@ class AiohttpTransport:
         A header aiohttp would refuse is refused here first, as ``LocalProtocolError``:
         aiohttp's own refusal is a bare ValueError from deep inside its writer.
         """
-        if request.headers is not self._checked:
-            self._checked = _sendable_headers(request, self._checked)
+        self._checked = _sendable_headers(request, self._checked)
         session = self._session
         if session is None or self._closed or self._loop is not asyncio.get_running_loop():
             session = self._get_session()
@@ -366,15 +367,10 @@ class AiohttpTransport:
         flight (``cutoff.Cutoffs``), not by a timer of aiohttp's per request.
         """
         timeout = request.timeout or _DEFAULT_TIMEOUT
-        limits = (
-            self._last_client_timeout
-            if timeout is self._last_timeout
-            else self._send_timeout(timeout)
-        )
         cut = None if timeout.total is None else self._cutoffs.arm(timeout.total)
         try:
             # Awaited directly rather than through ``async with``: one layer less per call.
-            resp = await self._open(request, limits)
+            resp = await self._open(request, self._send_timeout(timeout))
             try:
                 length = _declared_length(resp)
                 if length is not None and length <= self.max_body_size:

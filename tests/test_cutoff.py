@@ -17,6 +17,8 @@ import yarl
 from svc_async import AiohttpTransport, Request, RequestTimeout, Timeout
 from svc_async.cutoff import Cutoffs
 
+from .conftest import serve_app
+
 
 def _now() -> float:
     return asyncio.get_running_loop().time()
@@ -33,6 +35,21 @@ async def _guarded(cutoffs: Cutoffs, seconds: float, work: float) -> str:
         raise
     cutoffs.disarm(cut)
     return f"done at {_now():g}"
+
+
+def _timers_of(cutoffs: Cutoffs, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The times the running loop's timers of ``cutoffs`` are set for, as they are set."""
+    loop = asyncio.get_running_loop()
+    scheduled: list[float] = []
+    call_at = loop.call_at
+
+    def counting(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        if getattr(callback, "__self__", None) is cutoffs:
+            scheduled.append(when)
+        return call_at(when, callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_at", counting)
+    return scheduled
 
 
 @pytest.mark.looptime
@@ -59,17 +76,8 @@ async def test_a_later_shorter_cut_moves_the_timer_earlier() -> None:
 
 @pytest.mark.looptime
 async def test_many_cuts_in_flight_share_one_loop_timer(monkeypatch: pytest.MonkeyPatch) -> None:
-    loop = asyncio.get_running_loop()
-    scheduled = []
-    call_at = loop.call_at
-
-    def counting(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
-        if getattr(callback, "__self__", None) is cutoffs:
-            scheduled.append(when)
-        return call_at(when, callback, *args, **kwargs)
-
-    monkeypatch.setattr(loop, "call_at", counting)
     cutoffs = Cutoffs()
+    scheduled = _timers_of(cutoffs, monkeypatch)
     ends = await asyncio.gather(*(_guarded(cutoffs, 30.0, 0.01 * i) for i in range(1, 101)))
     assert all(end.startswith("done") for end in ends)
     assert scheduled == [pytest.approx(30.0)]  # one timer for the hundred
@@ -78,17 +86,8 @@ async def test_many_cuts_in_flight_share_one_loop_timer(monkeypatch: pytest.Monk
 
 @pytest.mark.looptime
 async def test_calls_one_after_another_share_the_timer_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    loop = asyncio.get_running_loop()
-    scheduled = []
-    call_at = loop.call_at
-
-    def counting(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
-        if getattr(callback, "__self__", None) is cutoffs:
-            scheduled.append(when)
-        return call_at(when, callback, *args, **kwargs)
-
-    monkeypatch.setattr(loop, "call_at", counting)
     cutoffs = Cutoffs()
+    scheduled = _timers_of(cutoffs, monkeypatch)
     for _ in range(50):  # 50 calls of 1 s, each under a 30 s cut
         assert (await _guarded(cutoffs, 30.0, 1.0)).startswith("done")
     # One timer for the first 30 s; when it fires it sets itself for the call then armed.
@@ -208,17 +207,12 @@ async def _stalling_server() -> AsyncIterator[str]:
     app.router.add_get("/stall", stall)
     app.router.add_get("/ok", ok)
     app.router.add_get("/drip", drip)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        async with asyncio.timeout(20):  # a cut that never fires fails the test, not CI
-            yield f"http://127.0.0.1:{port}"
-    finally:
-        release.set()
-        await runner.cleanup()
+    async with serve_app(app) as url:
+        try:
+            async with asyncio.timeout(20):  # a cut that never fires fails the test, not CI
+                yield url
+        finally:
+            release.set()
 
 
 def _get(base: str, path: str, total: float | None) -> Request:

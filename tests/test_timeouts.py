@@ -31,6 +31,8 @@ from svc_async.errors import ServerError
 from svc_async.pipeline import Call
 from svc_async.resources._base import CallOptions, Send
 
+from .conftest import serve_app
+
 pytestmark = pytest.mark.looptime
 
 URL = "https://v.example"
@@ -223,20 +225,15 @@ async def test_the_aiohttp_transport_ends_a_stalled_exchange_at_the_deadline() -
 
     app = web.Application()
     app.router.add_get("/api/public/v1/season", stall)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        async with Client(f"http://127.0.0.1:{port}", token="t", retry=NO_WAIT) as svc:
-            start = _now()
-            with pytest.raises(RequestTimeout):
-                await svc.seasons.list(timeout=0.1)
-            assert _now() - start < 1.5  # not the server's 3 s
-    finally:
-        release.set()
-        await runner.cleanup()
+    async with serve_app(app) as url:
+        try:
+            async with Client(url, token="t", retry=NO_WAIT) as svc:
+                start = _now()
+                with pytest.raises(RequestTimeout):
+                    await svc.seasons.list(timeout=0.1)
+                assert _now() - start < 1.5  # not the server's 3 s
+        finally:
+            release.set()
 
 
 async def test_a_download_ends_by_its_timeout() -> None:
