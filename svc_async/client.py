@@ -16,7 +16,7 @@ import traceback
 import warnings
 from collections.abc import Awaitable, Coroutine
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack
+from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 import orjson
 import yarl
@@ -31,7 +31,6 @@ from .models import RateLimit
 from .pipeline import Call, Env, Tracker, deadline_scope, run
 from .ratelimit import Pacer, Pacing
 from .redact import redact_url
-from .resources._base import CallOptions
 from .resources.entries import Entries
 from .resources.events import Events
 from .resources.jobs import Jobs
@@ -528,11 +527,21 @@ class Client:
     # the pipeline
 
     def _send(
-        self, method: str, path: str, body: Any = None, /, **options: Unpack[CallOptions]
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        /,
+        *,
+        host: Host = "api",
+        timeout: TimeoutArg | Literal["default"] = "default",
+        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
+        retry: RetryPolicy | None = None,
+        **fields: Any,
     ) -> Coroutine[Any, Any, Any]:
         """Send one logical call through the pipeline (await the result).
 
-        ``options`` are ``CallOptions``; what is left out takes this client's default.
+        The options are ``CallOptions``; what is left out takes this client's default.
         Gives the decoded data, or with ``reply=True`` the ``Reply`` (data and response
         metadata). Not a coroutine itself: the pipeline's ``run`` is awaited directly, one
         layer less on every call.
@@ -540,30 +549,26 @@ class Client:
         shared = self._shared
         if shared.loop is not asyncio.get_running_loop() or shared.env.tracker.closed:
             self._check_usable()
-        # ``options`` is this call's own dict: what is taken out here is the client's to
-        # resolve; the rest are ``Call`` fields of the same names.
-        rest: dict[str, Any] = options  # type: ignore[assignment]
-        policy = rest.pop("retry", None) or self._retry
-        timeout = rest.pop("timeout", "default")
-        attempt = rest.pop("attempt_timeout", "default")
+        policy = retry or self._retry
         seconds: float | None
-        if timeout == "default" and attempt == "default":
+        if timeout == "default" and attempt_timeout == "default":
             seconds, per, given = self._timeout, self._attempt_timeout, False
         else:
-            whole, limits = _split(timeout, attempt, stacklevel=3)
+            whole, limits = _split(timeout, attempt_timeout, stacklevel=3)
             given = whole != "default"
             seconds = self._timeout if whole == "default" else whole
             per = self._attempt_timeout if limits == "default" else limits
         if policy.timeout is not None and not given:
             seconds = policy.timeout  # the deprecated RetryPolicy(timeout=...)
+        # ``fields`` are the rest of ``CallOptions``: ``Call`` fields of the same names.
         call = Call(
             method=method,
-            url=self._url(rest.pop("host", "api"), path),
+            url=self._url(host, path),
             content=None if body is None else orjson.dumps(body),
             timeout=seconds,
             attempt_timeout=per,
             policy=policy,
-            **rest,
+            **fields,
         )
         return run(shared.env, call)
 

@@ -358,12 +358,9 @@ class Tracker:
     def leave(self, task: asyncio.Task[Any] | None) -> None:
         """Count one call of ``task`` as ended."""
         if task is not None:
-            active = self.active
-            left = active.get(task, 1) - 1
+            left = self.active.pop(task, 1) - 1
             if left > 0:
-                active[task] = left
-            else:
-                active.pop(task, None)
+                self.active[task] = left
 
     def closing(self, task: asyncio.Task[Any] | None, what: str) -> ClientClosedError | None:
         """The error to raise instead of a cancellation caused by ``aclose()``, if it was."""
@@ -637,7 +634,8 @@ async def run(env: Env, call: Call) -> Any:
         return await env.trace(env, call)
     task = asyncio.current_task()
     tracker = env.tracker
-    tracker.enter(task)
+    if task is not None:  # ``tracker.enter(task)``, inline: this runs for every call
+        tracker.active[task] = tracker.active.get(task, 0) + 1
     clock = env.clock
     now = clock.now()
     deadline = None if call.timeout is None else now + call.timeout
