@@ -262,7 +262,7 @@ class CallSpan(Protocol):
         """Attempt ``attempt`` follows after ``wait`` seconds, because of ``reason``."""
 
 
-@attrs.define(slots=True, kw_only=True)
+@attrs.define(slots=True)
 class Call:
     """Everything one logical call needs; built by the client from a resource's request.
 
@@ -272,7 +272,9 @@ class Call:
     in ``resources._base.CallOptions``, under these names.
 
     Not frozen: one is built per call, and a frozen class pays a setattr call per field.
-    Nothing changes a ``Call`` once built.
+    Nothing changes a ``Call`` once built. The client builds it positionally, up to
+    ``operation``: keyword arguments with defaults cost about twice as much to bind, on
+    every call.
     """
 
     method: str
@@ -282,14 +284,14 @@ class Call:
     timeout: float | None
     attempt_timeout: Timeout
     policy: RetryPolicy
+    operation: str = ""
+    """The SDK call this is (``jobs.get``), named by its sub-client: the name of its span."""
     authenticate: bool = True
     decode: Decoder | None = None
     stream_decode: StreamDecoder | None = None
     resolve: Resolver | None = None
     reply: bool = False
     """Return the ``Reply`` (data and response metadata) rather than the data alone."""
-    operation: str = ""
-    """The SDK call this is (``jobs.get``), named by its sub-client: the name of its span."""
     span: CallSpan | None = None
     """The trace that hears this call's attempts, holds and retries (set by ``Env.trace``)."""
     headers: Mapping[str, str] | None = None
