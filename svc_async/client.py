@@ -420,6 +420,14 @@ class Client:
         return view
 
     def _resources(self) -> None:
+        """Set up the sub-clients, and the defaults of a call that gives no options.
+
+        The defaults are resolved here, once per client or view, not on every call.
+        """
+        policy = self._retry
+        # The deprecated RetryPolicy(timeout=...) bounds the call unless a call says.
+        seconds = self._timeout if policy.timeout is None else policy.timeout
+        self._defaults = (policy, seconds, self._attempt_timeout)
         send = self._send
         self.orgs = Orgs(self, send)
         self.seasons = Seasons(self, send)
@@ -551,17 +559,16 @@ class Client:
         shared = self._shared
         if shared.loop is not asyncio.get_running_loop() or shared.env.tracker.closed:
             self._check_usable()
-        policy = retry or self._retry
         seconds: float | None
-        if timeout == "default" and attempt_timeout == "default":
-            seconds, per, given = self._timeout, self._attempt_timeout, False
+        if retry is None and timeout == "default" and attempt_timeout == "default":
+            policy, seconds, per = self._defaults
         else:
+            policy = retry or self._retry
             whole, limits = _split(timeout, attempt_timeout, stacklevel=3)
-            given = whole != "default"
             seconds = self._timeout if whole == "default" else whole
             per = self._attempt_timeout if limits == "default" else limits
-        if policy.timeout is not None and not given:
-            seconds = policy.timeout  # the deprecated RetryPolicy(timeout=...)
+            if policy.timeout is not None and whole == "default":
+                seconds = policy.timeout  # the deprecated RetryPolicy(timeout=...)
         # ``fields`` are the rest of ``CallOptions``: ``Call`` fields of the same names,
         # mostly none (the fields before them are passed by position: faster to bind).
         content = None if body is None else orjson.dumps(body)

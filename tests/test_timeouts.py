@@ -154,7 +154,9 @@ async def test_each_poll_of_a_wait_gets_only_what_is_left() -> None:
 
 async def test_retry_policy_timeout_is_deprecated_and_still_bounds_the_call() -> None:
     with pytest.warns(DeprecationWarning, match="RetryPolicy\\(timeout"):
-        policy = RetryPolicy(timeout=1.0, wait_initial=0.3, wait_max=0.3, wait_jitter=0.0)
+        policy = RetryPolicy(
+            timeout=1.0, attempts=10, wait_initial=0.3, wait_max=0.3, wait_jitter=0.0
+        )
     down = MockTransport(lambda request: Response(503))
     async with Client(URL, token="t", transport=down, retry=policy) as svc:
         start = _now()
@@ -165,6 +167,12 @@ async def test_retry_policy_timeout_is_deprecated_and_still_bounds_the_call() ->
         with pytest.raises(ServerError):
             await svc.seasons.list(timeout=0.5)  # the call's own timeout wins
         assert _now() - start <= 0.5
+    down = MockTransport(lambda request: Response(503))
+    async with Client(URL, token="t", transport=down, timeout=60) as svc:
+        start = _now()
+        with pytest.raises(ServerError):
+            await svc.with_options(retry=policy).seasons.list()  # a view's policy too
+        assert 0.5 < _now() - start <= 1.0
 
 
 def test_retry_words_are_staminas() -> None:
