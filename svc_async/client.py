@@ -127,7 +127,6 @@ class _Shared:
         "clock",
         "env",
         "fleet",
-        "loop",
         "owns_transport",
         "pacer",
         "rng",
@@ -156,8 +155,16 @@ class _Shared:
         self.budget = budget
         self.rng = rng
         self.urls: dict[tuple[str, str], yarl.URL] = {}
-        self.loop: asyncio.AbstractEventLoop | None = None
         self.env: Env
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the client's calls run on (None until first used)."""
+        return self.env.tracker.loop
+
+    @loop.setter
+    def loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.env.tracker.loop = loop
 
     @property
     def tracker(self) -> Tracker:

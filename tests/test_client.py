@@ -108,6 +108,30 @@ async def test_aclose_ends_running_calls_with_a_clear_error() -> None:
         await call
 
 
+def test_aclose_ends_running_calls_on_the_loop_the_client_moved_to() -> None:
+    """Used again under a second ``asyncio.run``, the client tracks its calls there."""
+    started = asyncio.Event()
+
+    async def slow_after_first(request: Request) -> Response:
+        if len(transport.requests) > 1:  # the first call binds the first loop
+            started.set()
+            await asyncio.sleep(30)
+        return _ok(request)
+
+    transport = MockTransport(slow_after_first)
+    svc = Client("https://v.example", token="t", transport=transport)
+    asyncio.run(svc.seasons.list())
+
+    async def on_a_new_loop() -> None:
+        call = asyncio.create_task(svc.seasons.list())
+        await asyncio.wait_for(started.wait(), 5)
+        await svc.aclose()
+        with pytest.raises(ClientClosedError):
+            await asyncio.wait_for(call, 5)
+
+    asyncio.run(on_a_new_loop())
+
+
 async def test_per_call_and_client_timeouts_reach_the_transport() -> None:
     transport = MockTransport(_ok)
     async with Client("https://v.example", token="t", transport=transport, timeout=12) as svc:
