@@ -59,12 +59,15 @@ class Cutoffs:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def arm(self, seconds: float) -> Cut | None:
+    def arm(self, seconds: float, loop: asyncio.AbstractEventLoop | None = None) -> Cut | None:
         """Cancel the current task ``seconds`` from now unless disarmed first.
 
-        None outside a task (nothing to cancel; the caller's own bounds apply).
+        ``loop`` is the running loop when the caller has it at hand: asking for it again
+        costs a system call on Python 3.11. None outside a task (nothing to cancel; the
+        caller's own bounds apply).
         """
-        loop = asyncio.get_running_loop()
+        if loop is None:
+            loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._rebind(loop)
         task = asyncio.current_task(loop)

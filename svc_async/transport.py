@@ -341,15 +341,17 @@ class AiohttpTransport:
         self._last_timeout, self._last_client_timeout = timeout, cached
         return cached
 
-    def _open(self, request: Request, timeout: aiohttp.ClientTimeout) -> Any:
-        """Start ``request`` on the session; never follows redirects.
+    def _open(
+        self, request: Request, timeout: aiohttp.ClientTimeout, loop: asyncio.AbstractEventLoop
+    ) -> Any:
+        """Start ``request`` on the session (``loop``: the running one); never redirects.
 
         A header aiohttp would refuse is refused here first, as ``LocalProtocolError``:
         aiohttp's own refusal is a bare ValueError from deep inside its writer.
         """
         self._checked = _sendable_headers(request, self._checked)
         session = self._session
-        if session is None or self._closed or self._loop is not asyncio.get_running_loop():
+        if session is None or self._closed or self._loop is not loop:
             session = self._get_session()
         return session.request(
             request.method,
@@ -367,10 +369,11 @@ class AiohttpTransport:
         flight (``cutoff.Cutoffs``), not by a timer of aiohttp's per request.
         """
         timeout = request.timeout or _DEFAULT_TIMEOUT
-        cut = None if timeout.total is None else self._cutoffs.arm(timeout.total)
+        loop = asyncio.get_running_loop()
+        cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
         try:
             # Awaited directly rather than through ``async with``: one layer less per call.
-            resp = await self._open(request, self._send_timeout(timeout))
+            resp = await self._open(request, self._send_timeout(timeout), loop)
             try:
                 length = _declared_length(resp)
                 if length is not None and length <= self.max_body_size:
@@ -397,7 +400,7 @@ class AiohttpTransport:
         t = request.timeout or _DEFAULT_TIMEOUT
         timeout = aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read)
         try:
-            resp = await self._open(request, timeout)
+            resp = await self._open(request, timeout, asyncio.get_running_loop())
         except TransportError:
             raise
         except Exception as exc:

@@ -24,9 +24,12 @@ def _now() -> float:
     return asyncio.get_running_loop().time()
 
 
-async def _guarded(cutoffs: Cutoffs, seconds: float, work: float) -> str:
-    """Sleep ``work`` seconds under a cut of ``seconds``; say how it ended."""
-    cut = cutoffs.arm(seconds)
+async def _guarded(cutoffs: Cutoffs, seconds: float, work: float, at_hand: bool = False) -> str:
+    """Sleep ``work`` seconds under a cut of ``seconds``; say how it ended.
+
+    ``at_hand``: arm with the running loop given, as the transport does.
+    """
+    cut = cutoffs.arm(seconds, asyncio.get_running_loop() if at_hand else None)
     try:
         await asyncio.sleep(work)
     except asyncio.CancelledError:
@@ -53,13 +56,14 @@ def _timers_of(cutoffs: Cutoffs, monkeypatch: pytest.MonkeyPatch) -> list[float]
 
 
 @pytest.mark.looptime
-async def test_each_cut_fires_at_its_own_deadline_and_the_rest_finish() -> None:
+@pytest.mark.parametrize("at_hand", [False, True])
+async def test_each_cut_fires_at_its_own_deadline_and_the_rest_finish(at_hand: bool) -> None:
     cutoffs = Cutoffs()
     ends = await asyncio.gather(
-        _guarded(cutoffs, 3.0, 10.0),
-        _guarded(cutoffs, 1.0, 10.0),
-        _guarded(cutoffs, 5.0, 2.0),
-        _guarded(cutoffs, 2.0, 10.0),
+        _guarded(cutoffs, 3.0, 10.0, at_hand),
+        _guarded(cutoffs, 1.0, 10.0, at_hand),
+        _guarded(cutoffs, 5.0, 2.0, at_hand),
+        _guarded(cutoffs, 2.0, 10.0, at_hand),
     )
     assert ends == ["cut at 3", "cut at 1", "done at 2", "cut at 2"]
     assert len(cutoffs) == 0
