@@ -24,7 +24,7 @@ import yarl
 from . import _validate
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
-from .clock import SYSTEM_CLOCK, Clock
+from .clock import SYSTEM_CLOCK, Clock, running_loop
 from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
 from .fleet import fleet_url
 from .models import RateLimit
@@ -564,7 +564,7 @@ class Client:
         layer less on every call.
         """
         shared = self._shared
-        if shared.loop is not asyncio.get_running_loop() or shared.env.tracker.closed:
+        if shared.loop is not running_loop(shared.loop) or shared.env.tracker.closed:
             self._check_usable()
         seconds: float | None
         if retry is None and timeout == "default" and attempt_timeout == "default":

@@ -12,9 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import time
+from threading import get_ident
 from typing import Protocol, runtime_checkable
 
-__all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock"]
+__all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock", "running_loop"]
+
+
+def running_loop(hint: asyncio.AbstractEventLoop | None = None) -> asyncio.AbstractEventLoop:
+    """The running event loop, as ``asyncio.get_running_loop()`` (RuntimeError when none).
+
+    ``hint`` is the loop the caller expects. When it says it runs in this thread it is
+    the running one, known without asking: asking costs a ``getpid`` system call on
+    Python 3.11 (a fork check), and the SDK would ask several times per call. asyncio's
+    loops say so in ``_thread_id`` (private, set while they run); a loop that does not
+    (uvloop), or a wrong hint, is asked about, so the answer is exact either way.
+    """
+    if hint is not None and getattr(hint, "_thread_id", None) == get_ident():
+        return hint
+    return asyncio.get_running_loop()
 
 
 @runtime_checkable
@@ -37,7 +52,10 @@ class Clock(Protocol):
 class SystemClock:
     """The real clock: the event loop's time, ``time.time()`` and ``asyncio.sleep``."""
 
-    __slots__ = ()
+    __slots__ = ("_loop",)
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None  # the last one read
 
     def __repr__(self) -> str:
         return "<SystemClock>"
@@ -45,9 +63,10 @@ class SystemClock:
     def now(self) -> float:
         """The running loop's time (``time.monotonic()`` outside a loop)."""
         try:
-            return asyncio.get_running_loop().time()
+            loop = self._loop = running_loop(self._loop)
         except RuntimeError:
             return time.monotonic()
+        return loop.time()
 
     def wall(self) -> float:
         """``time.time()``."""

@@ -19,6 +19,8 @@ import asyncio
 import math
 import time
 
+from .clock import running_loop
+
 __all__ = ["Cut", "Cutoffs"]
 
 _RESOLUTION = time.get_clock_info("monotonic").resolution
@@ -67,7 +69,7 @@ class Cutoffs:
         caller's own bounds apply).
         """
         if loop is None:
-            loop = asyncio.get_running_loop()
+            loop = running_loop(self._loop)
         if loop is not self._loop:
             self._rebind(loop)
         task = asyncio.current_task(loop)

@@ -23,6 +23,7 @@ import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._validate import header_problem
+from .clock import running_loop
 from .cutoff import Cutoffs
 from .errors import (
     ConnectError,
@@ -369,7 +370,7 @@ class AiohttpTransport:
         flight (``cutoff.Cutoffs``), not by a timer of aiohttp's per request.
         """
         timeout = request.timeout or _DEFAULT_TIMEOUT
-        loop = asyncio.get_running_loop()
+        loop = running_loop(self._loop)
         cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
         try:
             # Awaited directly rather than through ``async with``: one layer less per call.

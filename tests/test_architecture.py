@@ -90,7 +90,7 @@ ALLOWED = {
     "_validate": set(),
     "redact": set(),
     "clock": set(),
-    "cutoff": set(),
+    "cutoff": {"clock"},
     "retry": {"clock"},
     "pagination": set(),
     "errors": set(),  # models and transport only under TYPE_CHECKING
@@ -98,7 +98,7 @@ ALLOWED = {
     "models": {"_codegen"},  # the NO_EXTRA sentinel; nothing else
     "converter": {"models", "_codegen", "errors"},
     "_incremental": {"converter", "errors", "redact", "pipeline", "transport", "_exact_json"},
-    "transport": {"cutoff", "errors", "redact", "_validate"},
+    "transport": {"clock", "cutoff", "errors", "redact", "_validate"},
     "types": {"transport"},
     "auth": {"errors", "_validate"},
     "ratelimit": {"clock", "errors", "models", "retry"},

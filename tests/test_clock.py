@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
+
+import svc_async.clock
+from svc_async.clock import running_loop
 
 from svc_async import Client, Clock, MockTransport, Pacer, SystemClock, json_response
 from svc_async.testing import FakeClock, FakeService, VirtualClock
@@ -24,6 +28,73 @@ async def test_the_system_clock_is_on_the_loops_timeline() -> None:
 def test_the_system_clock_reads_monotonic_time_outside_a_loop() -> None:
     before = time.monotonic()
     assert before <= SystemClock().now() <= time.monotonic()
+
+
+class _Shifted(asyncio.SelectorEventLoop):
+    """A loop whose timeline is an hour ahead of the monotonic clock."""
+
+    def time(self) -> float:
+        return super().time() + 3600.0
+
+
+def test_the_system_clock_follows_the_loop_that_runs_now() -> None:
+    clock = SystemClock()
+    for factory in (asyncio.new_event_loop, _Shifted, asyncio.new_event_loop):
+        with asyncio.Runner(loop_factory=factory) as runner:
+            loop = runner.get_loop()
+
+            async def read() -> float:
+                return clock.now()
+
+            before = loop.time()
+            assert before <= runner.run(read()) <= loop.time()
+    assert clock.now() < time.monotonic() + 1  # outside a loop again: monotonic time
+
+
+async def test_the_running_loop_is_known_from_a_hint_without_asking(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loop = asyncio.get_running_loop()
+    asked: list[object] = []
+
+    def asking() -> asyncio.AbstractEventLoop:
+        asked.append(True)
+        return loop
+
+    monkeypatch.setattr(svc_async.clock.asyncio, "get_running_loop", asking)
+    assert running_loop(loop) is loop and asked == []
+    assert running_loop(None) is loop and len(asked) == 1
+    stopped = asyncio.new_event_loop()
+    try:
+        assert running_loop(stopped) is loop and len(asked) == 2  # a wrong hint: asked
+    finally:
+        stopped.close()
+
+
+async def test_a_hint_running_in_another_thread_is_not_the_running_loop() -> None:
+    other = asyncio.new_event_loop()
+    started = threading.Event()
+    other.call_soon(started.set)
+    thread = threading.Thread(target=other.run_forever)
+    thread.start()
+    try:
+        assert started.wait(5)
+        assert running_loop(other) is asyncio.get_running_loop()
+    finally:
+        other.call_soon_threadsafe(other.stop)
+        thread.join(5)
+        other.close()
+
+
+def test_no_running_loop_is_an_error_whatever_the_hint() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(RuntimeError):
+            running_loop(loop)
+        with pytest.raises(RuntimeError):
+            running_loop(None)
+    finally:
+        loop.close()
 
 
 @pytest.mark.looptime
