@@ -9,9 +9,8 @@ import time
 import pytest
 
 import svc_async.clock
-from svc_async.clock import running_loop
-
 from svc_async import Client, Clock, MockTransport, Pacer, SystemClock, json_response
+from svc_async.clock import running_loop
 from svc_async.testing import FakeClock, FakeService, VirtualClock
 
 
