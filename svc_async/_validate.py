@@ -53,6 +53,8 @@ _TLD = re.compile(r"[A-Za-z\u00a1-\uffff]{2,}|xn--[A-Za-z0-9-]{2,}")
 
 def positive_id(value: Any, name: str) -> int:
     """An id: a positive int (bools and strings refused)."""
+    if type(value) is int and value > 0:  # the common case, on every call: checked first
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value <= 0:
