@@ -20,6 +20,7 @@ import aiohttp
 import attrs
 import orjson
 import yarl
+from aiohttp import hdrs
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._validate import header_problem
@@ -212,13 +213,17 @@ def _too_large(limit: int, request: Request, length: int | None = None) -> Respo
     )
 
 
-def _declared_length(resp: aiohttp.ClientResponse) -> int | None:
+def _declared_length(headers: CIMultiDictProxy[str]) -> int | None:
     """The body's size from Content-Length, when it is the size of what we read.
 
     With a Content-Encoding, aiohttp hands over the decoded body and Content-Length is
-    the encoded size: it says nothing about the bytes read.
+    the encoded size: it says nothing about the bytes read. (aiohttp's parser has
+    checked the value; its names are ``istr``, looked up without lowering a string.)
     """
-    return None if "Content-Encoding" in resp.headers else resp.content_length
+    if hdrs.CONTENT_ENCODING in headers:
+        return None
+    length = headers.get(hdrs.CONTENT_LENGTH)
+    return None if length is None else int(length)
 
 
 async def _capped(
@@ -233,7 +238,7 @@ async def _capped(
     on the wire. ``limit=None`` lifts the cap (a download streamed to disk).
     """
     if limit is not None:
-        length = _declared_length(resp)
+        length = _declared_length(resp.headers)
         if length is not None and length > limit:
             raise _too_large(limit, request, length)
     total = 0
@@ -376,7 +381,8 @@ class AiohttpTransport:
             # Awaited directly rather than through ``async with``: one layer less per call.
             resp = await self._open(request, self._send_timeout(timeout), loop)
             try:
-                length = _declared_length(resp)
+                headers = resp.headers
+                length = _declared_length(headers)
                 if length is not None and length <= self.max_body_size:
                     content = await resp.read()  # one read of a body of known, allowed size
                 else:
@@ -384,7 +390,7 @@ class AiohttpTransport:
                     content = b"".join([chunk async for chunk in chunks])
             finally:
                 resp.release()
-            response = Response(resp.status, resp.headers, content)
+            response = Response(resp.status, headers, content)
         except BaseException as exc:
             if self._cutoffs.disarm(cut):
                 raise _timed_out(request, timeout.total) from None
