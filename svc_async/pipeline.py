@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import attrs
 import orjson
 import yarl
-from multidict import CIMultiDict, CIMultiDictProxy
+from multidict import CIMultiDict, CIMultiDictProxy, istr
 
 from ._exact_json import has_long_number, loads_exact, too_deep
 from .auth import AccountCall, Auth, secrets_of
@@ -378,6 +378,10 @@ class Tracker:
         return None
 
 
+_REMAINING, _DATE = istr("x-ratelimit-remaining"), istr("Date")
+"""Header names looked up on every answer, as ``istr``: found without lowering them."""
+
+
 class Seen:
     """What the pipeline last saw in answers: rate-limit headers and the server's Date.
 
@@ -404,9 +408,9 @@ class Seen:
         """Keep ``headers``' rate limit (``rate`` when the pacer parsed it) and Date."""
         if rate is not None:
             self._rate, self._rate_headers = rate, None
-        elif "x-ratelimit-remaining" in headers:
+        elif _REMAINING in headers:
             self._rate_headers = headers
-        self.server_date = headers.get("Date", self.server_date)
+        self.server_date = headers.get(_DATE, self.server_date)
 
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
@@ -743,7 +747,10 @@ async def run(env: Env, call: Call) -> Any:
     finally:
         if scope is not None:
             _DEADLINE.reset(scope)
-        tracker.leave(task)
+        if task is not None:  # ``tracker.leave(task)``, inline as its ``enter`` above
+            left = tracker.active.pop(task, 1) - 1
+            if left > 0:
+                tracker.active[task] = left
 
 
 async def _pace(pacer: Pacing, clock: Clock, call: Call, deadline: float | None) -> None:
