@@ -407,7 +407,7 @@ class AiohttpTransport:
         t = request.timeout or _DEFAULT_TIMEOUT
         timeout = aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read)
         try:
-            resp = await self._open(request, timeout, asyncio.get_running_loop())
+            resp = await self._open(request, timeout, running_loop(self._loop))
         except TransportError:
             raise
         except Exception as exc:

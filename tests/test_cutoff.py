@@ -180,9 +180,10 @@ def test_used_on_a_second_loop_it_starts_afresh() -> None:
 
 
 @contextlib.asynccontextmanager
-async def _stalling_server() -> AsyncIterator[str]:
+async def _stalling_server() -> AsyncIterator[tuple[str, AiohttpTransport]]:
     """``/stall`` never answers (until the test ends); ``/ok`` answers at once; ``/drip``
-    sends its headers at once and its body slowly."""
+    sends its headers at once and its body slowly. Yields its URL and a transport to
+    send with, closed at the end."""
     from aiohttp import web
 
     release = asyncio.Event()
@@ -212,10 +213,12 @@ async def _stalling_server() -> AsyncIterator[str]:
     app.router.add_get("/ok", ok)
     app.router.add_get("/drip", drip)
     async with serve_app(app) as url:
+        transport = AiohttpTransport()
         try:
             async with asyncio.timeout(20):  # a cut that never fires fails the test, not CI
-                yield url
+                yield url, transport
         finally:
+            await transport.aclose()
             release.set()
 
 
@@ -226,63 +229,51 @@ def _get(base: str, path: str, total: float | None) -> Request:
 
 @pytest.mark.slow
 async def test_the_transport_cuts_each_stalled_send_at_its_own_total() -> None:
-    async with _stalling_server() as base:
-        transport = AiohttpTransport()
-        try:
+    async with _stalling_server() as (base, transport):
 
-            async def timed(path: str, total: float | None) -> tuple[str, float]:
-                start = _now()
-                try:
-                    response = await transport.send(_get(base, path, total))
-                except RequestTimeout as exc:
-                    assert "s3cret" not in str(exc)
-                    return str(exc), _now() - start
-                return f"HTTP {response.status}", _now() - start
+        async def timed(path: str, total: float | None) -> tuple[str, float]:
+            start = _now()
+            try:
+                response = await transport.send(_get(base, path, total))
+            except RequestTimeout as exc:
+                assert "s3cret" not in str(exc)
+                return str(exc), _now() - start
+            return f"HTTP {response.status}", _now() - start
 
-            results = await asyncio.gather(
-                timed("/stall", 0.6),
-                timed("/stall", 0.2),
-                timed("/ok", 0.2),
-                timed("/ok", None),
-            )
-            (long, long_s), (short, short_s), (ok, _), (unbounded, _) = results
-            assert short.startswith("timeout on GET") and short.endswith("after 0.2s")
-            assert long.endswith("after 0.6s")
-            assert 0.2 <= short_s < 1.5 and 0.6 <= long_s < 3.0  # the stall is endless
-            assert ok == unbounded == "HTTP 200"
-            assert len(transport._cutoffs) == 0
-        finally:
-            await transport.aclose()
+        results = await asyncio.gather(
+            timed("/stall", 0.6),
+            timed("/stall", 0.2),
+            timed("/ok", 0.2),
+            timed("/ok", None),
+        )
+        (long, long_s), (short, short_s), (ok, _), (unbounded, _) = results
+        assert short.startswith("timeout on GET") and short.endswith("after 0.2s")
+        assert long.endswith("after 0.6s")
+        assert 0.2 <= short_s < 1.5 and 0.6 <= long_s < 3.0  # the stall is endless
+        assert ok == unbounded == "HTTP 200"
+        assert len(transport._cutoffs) == 0
 
 
 @pytest.mark.slow
 async def test_cancelling_a_send_is_a_cancellation_not_a_timeout() -> None:
-    async with _stalling_server() as base:
-        transport = AiohttpTransport()
-        try:
-            task = asyncio.create_task(transport.send(_get(base, "/stall", 30.0)))
-            await asyncio.sleep(0.1)
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            assert len(transport._cutoffs) == 0
-            # The transport goes on working after a cut and after a cancellation.
-            with pytest.raises(RequestTimeout):
-                await transport.send(_get(base, "/stall", 0.05))
-            assert (await transport.send(_get(base, "/ok", 5.0))).json() == {"ok": True}
-        finally:
-            await transport.aclose()
+    async with _stalling_server() as (base, transport):
+        task = asyncio.create_task(transport.send(_get(base, "/stall", 30.0)))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert len(transport._cutoffs) == 0
+        # The transport goes on working after a cut and after a cancellation.
+        with pytest.raises(RequestTimeout):
+            await transport.send(_get(base, "/stall", 0.05))
+        assert (await transport.send(_get(base, "/ok", 5.0))).json() == {"ok": True}
 
 
 @pytest.mark.slow
 async def test_a_body_that_drips_is_cut_at_the_total_after_its_headers_came() -> None:
-    async with _stalling_server() as base:
-        transport = AiohttpTransport()
-        try:
-            start = _now()
-            with pytest.raises(RequestTimeout, match=r"after 0\.3s"):
-                await transport.send(_get(base, "/drip", 0.3))
-            assert 0.3 <= _now() - start < 2.0  # not the body's 4 s
-            assert len(transport._cutoffs) == 0
-        finally:
-            await transport.aclose()
+    async with _stalling_server() as (base, transport):
+        start = _now()
+        with pytest.raises(RequestTimeout, match=r"after 0\.3s"):
+            await transport.send(_get(base, "/drip", 0.3))
+        assert 0.3 <= _now() - start < 2.0  # not the body's 4 s
+        assert len(transport._cutoffs) == 0
