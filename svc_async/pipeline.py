@@ -582,7 +582,8 @@ def _bounded(timeout: Timeout, deadline: float | None, now: float) -> Timeout:
     """Cap an attempt's total timeout so the call's deadline is never overshot."""
     if deadline is None:
         return timeout
-    left = max(0.001, deadline - now)
+    # Rounded to the nanosecond: (start + 12) - start can come out a hair above 12.
+    left = round(max(0.001, deadline - now), 9)
     if timeout.total is not None and timeout.total <= left:
         return timeout
     return attrs.evolve(timeout, total=left)
