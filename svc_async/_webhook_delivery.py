@@ -52,6 +52,10 @@ class DeliveryKey:
     slot: str
     version: str = ""
     subject: str
+    scope: str = ""
+    """The fleet namespace the delivery belongs to (empty: this process only)."""
+    kid: str = ""
+    """The name of the key that seals the delivery in a fleet (empty: none)."""
 
 
 def _entry_digest(entry: Entry) -> str:

@@ -129,6 +129,7 @@ class _Shared:
         "fleet",
         "owns_transport",
         "pacer",
+        "receiver",
         "rng",
         "transport",
         "urls",
@@ -147,6 +148,8 @@ class _Shared:
     ) -> None:
         self.fleet: Any = None
         """The fleet's pacer when there is one (closed with the client)."""
+        self.receiver: Any = None
+        """The fleet wake-up receiver the client made itself (closed with it)."""
         self.clock = clock
         self.transport = transport
         self.owns_transport = owns_transport
@@ -191,7 +194,11 @@ class Client:
     call in an OpenTelemetry span of the global tracer provider, or of the
     ``TracerProvider`` given (see ``svc_async.tracing``). ``fleet`` (default
     ``SVC_FLEET_URL``) is a Redis URL: every client of the account given it draws from
-    one rate budget.
+    one rate budget. ``account`` names that account in the fleet (any string, the same on
+    every client and ``WebhookReceiver`` of it); without it the account is told by the
+    base URL and the credential (an API key's id, a token's digest), and an auth that
+    tells neither is refused. With ``account`` and no ``webhooks``, ``jobs.wait`` wakes on
+    the deliveries the account's receivers take, in any process.
 
     ``timeout`` (seconds, None: none) bounds each call as a whole: every attempt, pacing
     hold, auth login or renewal, backoff and tag search (default 120 s).
@@ -223,6 +230,7 @@ class Client:
         tracing: bool | TracerProvider = False,
         clock: Clock | None = None,
         fleet: str | None = None,
+        account: str | None = None,
     ) -> None:
         self._base, self._account = _hosts(base_url, account_url)
         if token is not None and auth is not None:
@@ -251,13 +259,16 @@ class Client:
         else:
             raise TypeError("rate_limit must be a bool or a Pacer")
         fleet = fleet_url(fleet)
+        if account is not None and (not isinstance(account, str) or not account.strip()):
+            raise ValueError("account must be a non-empty string naming the account")
         fleet_pacer = None
         if fleet is not None and isinstance(pacer, Pacer):
-            from .fleet.budget import FleetPacer
-            from .fleet.store import Store, account_namespace, credential_identity
+            pacer = fleet_pacer = _fleet_pacer(fleet, pacer, self._base, auth, account, clock)
+        owned_receiver = None
+        if fleet is not None and webhooks is None and account is not None:
+            from .webhooks import WebhookReceiver
 
-            namespace = account_namespace(self._base, credential_identity(auth))
-            pacer = fleet_pacer = FleetPacer(Store(fleet, clock=clock), namespace, pacer)
+            webhooks = owned_receiver = WebhookReceiver(fleet=fleet, account=account, clock=clock)
         trace = _trace_hook(tracing)
         whole, per = _split(timeout, attempt_timeout, stacklevel=2)
         self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
@@ -280,6 +291,7 @@ class Client:
             clock=clock,
         )
         shared.fleet = fleet_pacer
+        shared.receiver = owned_receiver
         shared.env = Env(
             transport=shared.transport,
             auth=auth,
@@ -358,6 +370,8 @@ class Client:
             await shared.transport.aclose()
         if shared.fleet is not None:
             await shared.fleet.aclose()
+        if shared.receiver is not None:
+            await shared.receiver.aclose()
 
     @property
     def clock(self) -> Clock:
@@ -633,6 +647,28 @@ def _origin_of(frame: Any) -> str:
     if sys.flags.dev_mode or os.environ.get("PYTHONASYNCIODEBUG"):
         return "\n" + "".join(traceback.format_stack(frame))
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _fleet_pacer(
+    url: str, pacer: Pacer, base: str, auth: Auth, account: str | None, clock: Clock
+) -> Pacing:
+    """The account's shared budget in the fleet at ``url``, with ``pacer`` for outages."""
+    from .fleet.budget import FleetPacer
+    from .fleet.keys import account_namespace
+    from .fleet.store import Store, credential_identity
+
+    if account is not None:
+        namespace = account_namespace("account", account)
+    else:
+        identity = credential_identity(auth)
+        if identity is None:
+            raise ValueError(
+                "a fleet must know which account it shares a budget for: pass account="
+                " (the same name on every client of the account), or an auth with"
+                " secrets() or a key_id"
+            )
+        namespace = account_namespace(base, identity)
+    return FleetPacer(Store(url, clock=clock), namespace, pacer)
 
 
 def _hosts(base_url: str | yarl.URL | None, account_url: str | yarl.URL | None) -> tuple[str, str]:

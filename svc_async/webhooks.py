@@ -186,10 +186,14 @@ class WebhookReceiver:
     deliveries never reach callbacks or waiters. ``clock`` is where the waits between
     callback attempts run (default: the system clock).
 
-    ``fleet`` (default ``SVC_FLEET_URL``), a Redis URL, makes replicas with the same
-    secret act as one (``svc_async.fleet.webhooks``): deduplicated fleet-wide, callbacks
-    run by any replica (a crashed one's taken over after ``claim_after`` seconds), and
-    ``jobs.wait`` woken in every process.
+    ``fleet`` (default ``SVC_FLEET_URL``), a Redis URL, makes replicas act as one
+    (``svc_async.fleet.webhooks``): deduplicated fleet-wide within ``dedupe_window``
+    seconds, callbacks run by one replica that has them (a crashed one's taken over after
+    ``claim_after`` seconds; a live one's never), in order per job, and ``jobs.wait``
+    woken in every process. Replicas that share a secret share its deliveries, through a
+    rotation too; ``account`` (any name: the same one on every replica and on
+    ``Client(account=...)``) puts all of them in the account's namespace instead, where a
+    fleet client alone wakes on them.
     """
 
     def __init__(
@@ -205,6 +209,8 @@ class WebhookReceiver:
         clock: Clock | None = None,
         fleet: str | None = None,
         claim_after: float = 30.0,
+        account: str | None = None,
+        dedupe_window: float = 600.0,
     ) -> None:
         if not isinstance(secret_param, str) or not secret_param:
             raise ValueError("secret_param must be a non-empty string")
@@ -214,15 +220,19 @@ class WebhookReceiver:
             raise TypeError("callback_retry must be a RetryPolicy")
         if clock is not None and not isinstance(clock, Clock):
             raise TypeError("clock must implement the Clock protocol (now, wall and sleep)")
-        for name, value in (("read_timeout", read_timeout), ("body_timeout", body_timeout)):
+        for name, value in (
+            ("read_timeout", read_timeout),
+            ("body_timeout", body_timeout),
+            ("claim_after", claim_after),
+            ("dedupe_window", dedupe_window),
+        ):
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")
+        if account is not None and (not isinstance(account, str) or not account.strip()):
+            raise ValueError("account must be a non-empty string naming the account")
         self._ledger: DeliveryLedger = MemoryLedger(dedupe_size)
         self._secrets = _secrets(secret)
-        if not self._secrets:
-            logger.warning(
-                "WebhookReceiver has no secret: anyone who can reach it can post status updates"
-            )
+        self._warned_open = False
         self.secret_param = secret_param
         self._verifier = verifier
         self.callback_retry = callback_retry
@@ -236,22 +246,22 @@ class WebhookReceiver:
         self._fleet: Any = None
         fleet = fleet_url(fleet)
         if fleet is not None:
-            # Replicas act as one: a shared ledger, a stream of deliveries, job wake-ups.
-            from .fleet.store import account_namespace
+            # Replicas act as one: a shared ledger, streams of deliveries, job wake-ups.
             from .fleet.webhooks import FleetDeliveries
 
-            namespace = account_namespace("webhooks", ",".join(sorted(map(repr, self._secrets))))
             self._fleet = FleetDeliveries(
                 fleet,
-                namespace,
+                secrets=self._secrets,
+                account=account,
                 attempt=self._attempt,
                 finish=self._finish,
                 policy=callback_retry,
                 clock=self.clock,
                 make_job=self._job,
                 wake=self._wake,
+                kinds=self._kinds,  # a waiter's receiver takes no delivery at all
                 claim_after=claim_after,
-                takes=self._runs_deliveries,  # a waiter's receiver leaves them to replicas
+                dedupe_window=dedupe_window,
             )
             self._ledger = self._fleet.ledger
             self._dispatcher = self._fleet.dispatcher
@@ -292,10 +302,11 @@ class WebhookReceiver:
             self._fleet.callbacks_added()
         return callback
 
-    def _runs_deliveries(self) -> bool:
-        """Whether this receiver runs the fleet's shared deliveries (status and entry
-        updates): without a callback for them it only wakes waiters."""
-        return bool(self._callbacks or self._entry_callbacks)
+    def _kinds(self) -> frozenset[str]:
+        """The kinds of the fleet's shared deliveries this receiver can run: only those
+        it has callbacks for (a replica never takes a delivery it cannot run)."""
+        kinds = ("status",) if self._callbacks else ()
+        return frozenset(kinds + (("entry",) if self._entry_callbacks else ()))
 
     def on_output_file(self, callback: OutputFileCallback) -> OutputFileCallback:
         """Register ``callback`` (sync or async) for output files (``OutputFileUpdate``)."""
@@ -308,6 +319,7 @@ class WebhookReceiver:
         """Route definitions to add to your app: ``app.add_routes(receiver.routes())``."""
         if not path.startswith("/"):
             raise ValueError("path must start with '/'")
+        self._warn_if_open()
         from aiohttp import web  # the server half of aiohttp, only when receiving
 
         return [web.post(path, self.handle)]
@@ -332,27 +344,41 @@ class WebhookReceiver:
 
     # ------------------------------------------------------------ the handler
 
+    def _warn_if_open(self) -> None:
+        if not self._secrets and not self._warned_open:
+            self._warned_open = True
+            logger.warning(
+                "WebhookReceiver has no secret: anyone who can reach it can post status updates"
+            )
+
     def check_secret(self, value: str | None) -> bool:
         """Whether ``value`` (the query parameter, None when absent) is an accepted secret."""
+        return self._secret_index(value) is not None
+
+    def _secret_index(self, value: str | None) -> int | None:
+        """Which secret ``value`` is (0 with none configured), compared in constant time."""
         if not self._secrets:
-            return True
+            return 0
         if value is None:
-            return False
+            return None
         given = value.encode()
-        ok = False
-        for secret in self._secrets:
-            ok |= hmac.compare_digest(given, secret)
-        return ok
+        found = None
+        for index, secret in enumerate(self._secrets):
+            if hmac.compare_digest(given, secret):
+                found = index
+        return found
 
     async def handle(self, request: web.Request) -> web.Response:
         """The aiohttp handler: check, read, parse, queue, acknowledge."""
         from aiohttp import web
 
         self.stats.received += 1
+        self._warn_if_open()
         if request.method != "POST":
             return web.Response(status=405, headers={"Allow": "POST"})
         values = request.query.getall(self.secret_param, [])
-        if not self.check_secret(values[0] if len(values) == 1 else None):
+        secret = self._secret_index(values[0] if len(values) == 1 else None)
+        if secret is None:
             self.stats.rejected += 1
             logger.warning("webhook refused: wrong or missing secret (%s)", request.path)
             return web.Response(status=401, text="unauthorized")
@@ -376,7 +402,7 @@ class WebhookReceiver:
             self.stats.rejected += 1
             logger.warning("webhook with a bad payload (%s): %s", request.path, exc)
             return web.Response(status=400, text=str(exc))
-        await self.accept(update)
+        await self._take(update, secret)
         return web.Response(status=204)
 
     async def _read(self, request: web.Request) -> bytes | web.Response:
@@ -412,7 +438,7 @@ class WebhookReceiver:
         """
         if update.is_test:
             return self._test_delivery()
-        key = delivery_key(update)
+        key = self._key(update, 0)
         claimed = self._ledger.claim(key)
         if inspect.isawaitable(claimed):
             self._background(self._admit_when(update, key, claimed))
@@ -426,11 +452,21 @@ class WebhookReceiver:
 
     async def accept(self, update: Delivery) -> bool:
         """``dispatch``, awaiting the ledger and the queue: True once the update is queued,
-        False when it was a test delivery or a duplicate."""
+        False when it was a test delivery or a duplicate. In a fleet it counts as having
+        come with the first secret."""
+        return await self._take(update, 0)
+
+    async def _take(self, update: Delivery, secret: int) -> bool:
+        """``accept`` for an update that came with the ``secret``-th secret."""
         if update.is_test:
             return self._test_delivery()
-        key = delivery_key(update)
+        key = self._key(update, secret)
         return await self._admit_when(update, key, self._ledger.claim(key))
+
+    def _key(self, update: Delivery, secret: int) -> DeliveryKey:
+        """The dedupe key of ``update``, in the fleet namespace of its secret if any."""
+        key = delivery_key(update)
+        return key if self._fleet is None else self._fleet.scoped(key, secret)
 
     async def _admit_when(self, update: Delivery, key: DeliveryKey, claimed: Any) -> bool:
         if not await _settled(claimed):
@@ -456,9 +492,9 @@ class WebhookReceiver:
             if self._fleet is not None:
                 self._background(self._fleet.publish(update))  # every process's waiters
         job = self._job(key, update)
-        if not job.todo:
+        if not job.todo and self._fleet is None:
             return self._ledger.complete(key)
-        return self._dispatcher.submit(job)
+        return self._dispatcher.submit(job)  # in a fleet, another replica may run it
 
     def _wake(self, update: JobStatusUpdate) -> None:
         """Hand a status update to this process's subscriptions (``jobs.wait``)."""

@@ -49,7 +49,7 @@ async def _stubborn() -> None:
 @pytest.mark.looptime
 async def test_closing_a_wake_listener_that_swallowed_its_cancellation_ends() -> None:
     store = Store("redis://127.0.0.1:9/0")  # never connected: only the close is at stake
-    wake = JobWake(store, lambda update: None, "test")
+    wake = JobWake(store, lambda update: None, ["svc:{test}:jobs:status"])
     wake._task = asyncio.get_running_loop().create_task(_stubborn())
     await asyncio.sleep(0)
     bound = asyncio.timeout(30)  # virtual: a hang would end here at once, cancelled
@@ -63,15 +63,18 @@ async def test_closing_a_wake_listener_that_swallowed_its_cancellation_ends() ->
 async def test_closing_a_stream_reader_that_swallowed_its_cancellation_ends() -> None:
     deliveries = FleetDeliveries(
         "redis://127.0.0.1:9/0",
-        "ns",
+        secrets=[b"s"],
+        account=None,
         attempt=_never,
         finish=_never,
         policy=RetryPolicy(),
         clock=SYSTEM_CLOCK,
         make_job=_never,
         wake=lambda update: None,
+        kinds=lambda: frozenset({"status"}),
     )
-    deliveries.dispatcher._reader = asyncio.get_running_loop().create_task(_stubborn())
+    reader = asyncio.get_running_loop().create_task(_stubborn())
+    deliveries.dispatcher._readers["ns"] = reader
     await asyncio.sleep(0)
     bound = asyncio.timeout(30)
     async with bound:

@@ -12,9 +12,16 @@ machines whose clocks differ agree on when a window ends):
   calls in flight are taken as not yet counted. Answers of an earlier window never
   lower the current one.
 
-Calls in flight are leases in a sorted set (scored by expiry, so a crashed process's
-calls stop counting after ``lease``): at a window's end the budget is the limit less
-them, as any of them may land in the new window.
+Calls in flight are leases in a sorted set, scored by the time each lapses: at a
+window's end the budget is the limit less them, as any of them may land in the new
+window. A lease is short (``_LEASE``) and its living holder renews it every
+``_RENEW_EVERY`` seconds while the call runs, so a process killed mid-call gives its
+share back within one lease, not at the end of the longest imaginable call.
+
+The budget never holds a call longer than half the time the call has left: a store too
+slow for that call paces it locally (the store's own timeout, not the caller's hurry,
+decides whether the store is down), and a grant that arrives after the caller stopped
+waiting is handed back.
 
 While the store is unavailable the client paces with its local ``Pacer``, which sees
 every answer either way, and rejoins the shared budget when the store is back.
@@ -23,6 +30,7 @@ every answer either way, and rejoins the shared budget when the store is back.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,10 +42,17 @@ from ..errors import PacingExceedsDeadline
 from ..models import RateLimit
 from ..ratelimit import Pacer, Wakeup
 from ..retry import parse_retry_after
+from .keys import Keys
 from .store import Store
 
-_LEASE = 120.0
-"""Longest a call counts as in flight without an answer (a crashed holder's calls)."""
+_LEASE = 3.0
+"""Seconds a call counts as in flight unless its holder renews it (a crashed holder's)."""
+
+_RENEW_EVERY = 1.0
+"""Seconds between a living holder's renewals of its leases."""
+
+_PATIENCE = 0.5
+"""The share of a call's time left that it may wait for the store's answer."""
 
 _PROBE = 1.0
 """Longest the first call of an account holds the fleet's others while it learns the budget."""
@@ -151,6 +166,17 @@ return 1
 """
 
 
+_RENEW = """
+-- ARGV: lease ms, then the grant ids still in flight
+local t = redis.call('TIME')
+local until_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', until_ms, ARGV[i])
+end
+return #ARGV - 1
+"""
+
+
 @attrs.define(slots=True, frozen=True)
 class _Grant:
     """A call admitted from the shared budget (``window`` None: by the local pacer)."""
@@ -170,9 +196,12 @@ class FleetPacer:
     def __init__(self, store: Store, namespace: str, local: Pacer | None = None) -> None:
         self.store = store
         self.local = local or Pacer()
-        self._keys = (f"svc:{namespace}:budget", f"svc:{namespace}:leases")
+        keys = Keys(namespace)
+        self._keys = (keys.budget, keys.leases)
         self._take = store.redis.register_script(_TAKE)
         self._observe = store.redis.register_script(_OBSERVE)
+        self._renew = store.redis.register_script(_RENEW)
+        self._heartbeat: asyncio.Task[None] | None = None
         self._prefix = os.urandom(8).hex()
         self._ids = itertools.count()
         self._grants: dict[Any, list[_Grant]] = {}
@@ -204,15 +233,21 @@ class FleetPacer:
                 return
             left = None if deadline is None else deadline - clock.now()
             grant_id = f"{self._prefix}:{next(self._ids)}"
-            lease = _LEASE if left is None else min(_LEASE, left + 5.0)
-            args = (grant_id, int(lease * 1000), int(_PROBE * 1000), _TTL_MS)
-            answer = await self.store.run(self._script(self._take, args), timeout=left)
-            if answer is None:
-                continue  # the store failed: it is unavailable now, pace locally
+            args = (grant_id, int(_LEASE * 1000), int(_PROBE * 1000), _TTL_MS)
+            answer = await self.store.run(
+                self._script(self._take, args),
+                wait=None if left is None else left * _PATIENCE,
+                late=functools.partial(self._give_back, grant_id),
+            )
+            if answer is None:  # the store failed, or is too slow for this call
+                await self.local.acquire(deadline)
+                self._push(_Grant("", None))
+                return
             granted, wait_ms, window, for_answer, seen = (int(x) for x in answer)
             if granted:
                 self.local.count_sent()
                 self._push(_Grant(grant_id, window, seen))
+                self._keep_alive()
                 return
             wait = wait_ms / 1000.0
             if for_answer:
@@ -222,9 +257,40 @@ class FleetPacer:
             self.waits += 1
             await self._wakeup.wait(clock, wait)
 
-    def _script(self, script: Any, args: tuple[Any, ...]) -> Callable[[Any], Awaitable[Any]]:
-        keys = self._keys
+    def _script(
+        self, script: Any, args: tuple[Any, ...], *, leases_only: bool = False
+    ) -> Callable[[Any], Awaitable[Any]]:
+        keys = self._keys[1:] if leases_only else self._keys
         return lambda redis: script(keys=keys, args=args, client=redis)
+
+    async def _give_back(self, grant_id: str, answer: Any) -> None:
+        """A grant that came after its caller stopped waiting: end its lease now."""
+        if int(answer[0]):
+            # ``observe`` with nothing learnt only removes the lease; the call it granted
+            # stays counted as spent (the budget errs on the side of no 429).
+            args = (grant_id, -1, -1, -1, -1, 0, -1, _MARGIN_MS, 0)
+            await self.store.run(self._script(self._observe, args))
+
+    def _keep_alive(self) -> None:
+        """Renew this process's leases while it holds any (one task, started on demand)."""
+        if self._heartbeat is None or self._heartbeat.done():
+            self._heartbeat = asyncio.get_running_loop().create_task(self._renew_leases())
+
+    def _held(self) -> list[str]:
+        """The ids of shared-budget grants whose calls still run (a finished task's are
+        dropped: its call was cancelled before it could release them)."""
+        for task in [t for t in self._grants if t is not None and t.done()]:
+            del self._grants[task]
+        return [g.id for stack in self._grants.values() for g in stack if g.window is not None]
+
+    async def _renew_leases(self) -> None:
+        clock = self.local.clock
+        while held := self._held():
+            await clock.sleep(_RENEW_EVERY)
+            held = self._held()
+            if held:
+                renew = (int(_LEASE * 1000), *held)
+                await self.store.run(self._script(self._renew, renew, leases_only=True))
 
     def _push(self, grant: _Grant) -> None:
         self._grants.setdefault(asyncio.current_task(), []).append(grant)
@@ -265,6 +331,9 @@ class FleetPacer:
     async def aclose(self) -> None:
         """Let the answers still being written reach the store, then close it."""
         await self.flush()
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            await asyncio.wait({self._heartbeat})
         await self.store.aclose()
 
 

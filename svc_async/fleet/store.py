@@ -1,4 +1,4 @@
-"""The fleet's connection to Redis: short timeouts, one warning per outage, key namespaces.
+"""The fleet's connection to Redis: short timeouts, one warning per outage, no flapping.
 
 Every fleet feature runs its Redis commands through ``Store.run``, which never raises:
 a store that is down, slow (past ``timeout``) or restarted answers None, the caller falls
@@ -6,8 +6,12 @@ back to local behaviour, and the first failure of an outage logs one WARNING. Wh
 store is down it is tried again at most once per ``retry_every`` seconds; the first
 success logs an INFO line and the fleet rejoins.
 
-Keys are ``svc:<namespace>:<name>``, the namespace a SHA-256 digest of the account (the
-base URL and the credential's identity): neither a token nor a secret is written.
+Only the store's own failure marks it down. A caller in a hurry passes ``wait``: it
+stops waiting after that many seconds (and carries on without the store), while the
+command runs on under the store's own timeout and decides alone whether the store is
+slow. A command that started before the last recovery cannot open a second outage with
+its late failure, and pooled connections a restarted server closed are replaced quietly
+(``connect.redis_client``), so one outage is one WARNING and one INFO line.
 """
 
 from __future__ import annotations
@@ -16,16 +20,17 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..redact import redact_url
+from .connect import check_url, redis_client
+from .keys import account_namespace
+
+__all__ = ["DEFAULT_TIMEOUT", "Store", "account_namespace", "credential_identity"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +40,8 @@ DEFAULT_TIMEOUT = 0.5
 """Seconds one store command may take before the fleet acts without it."""
 
 _RETRY_EVERY = 1.0
+
+_FAILURES = (RedisError, OSError, TimeoutError)
 
 
 async def cancel_and_wait(task: asyncio.Task[Any], every: float, tries: int = 10) -> None:
@@ -53,23 +60,20 @@ async def cancel_and_wait(task: asyncio.Task[Any], every: float, tries: int = 10
         task.exception()  # retrieved: what a closing task raised is of no use now
 
 
-def account_namespace(base_url: str, identity: str) -> str:
-    """The key namespace of an account: a digest of base URL and credential identity."""
-    digest = hashlib.sha256(f"{base_url}\0{identity}".encode()).hexdigest()
-    return digest[:24]
-
-
-def credential_identity(auth: Any) -> str:
+def credential_identity(auth: Any) -> str | None:
     """What identifies an account's credential, digested (never the credential itself).
 
     An API key's public id when there is one; otherwise a SHA-256 digest of the
-    credential's secrets (a token is high-entropy: the digest cannot be turned back).
+    credential's ``secrets()`` (a token is high-entropy: the digest cannot be turned
+    back). None when the auth offers neither: the account must then be named.
     """
     key_id = getattr(auth, "key_id", None)
     if isinstance(key_id, str) and key_id:
         return "key:" + hashlib.sha256(key_id.encode()).hexdigest()
     secrets = getattr(auth, "secrets", None)
     parts = tuple(secrets()) if callable(secrets) else ()
+    if not parts or not all(isinstance(part, str) and part for part in parts):
+        return None
     return "secret:" + hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -84,23 +88,18 @@ class Store:
         retry_every: float = _RETRY_EVERY,
         clock: Clock | None = None,
     ) -> None:
-        if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError("fleet must be a redis://, rediss:// or unix:// URL")
-        self.url = url
+        self.url = check_url(url)
         self.clock: Clock = clock or SYSTEM_CLOCK
         self.timeout = timeout
         self.retry_every = retry_every
-        self.redis: aioredis.Redis = aioredis.Redis.from_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
-            health_check_interval=0,
-        )
+        self.redis: Any = redis_client(url, timeout=timeout)
         self.up = True
         """False from a failed command until one succeeds again."""
         self._retry_at = 0.0
+        self._epoch = 0
+        """Recoveries so far: a command remembers the one it started in."""
         self.outages = 0
+        self._late: set[asyncio.Task[Any]] = set()
 
     def __repr__(self) -> str:
         state = "up" if self.up else "down"
@@ -113,34 +112,63 @@ class Store:
 
     async def run(
         self,
-        command: Callable[[aioredis.Redis], Awaitable[T]],
+        command: Callable[[Any], Awaitable[T]],
         *,
-        timeout: float | None = None,
+        wait: float | None = None,
         block: float = 0.0,
+        late: Callable[[T], Coroutine[Any, Any, None]] | None = None,
     ) -> T | None:
         """The command's answer, or None when the store is down, slow or failing.
 
-        ``timeout`` may shorten the store's own; ``block`` adds the seconds a blocking
-        command (a stream read) may wait on purpose.
+        ``block`` adds the seconds a blocking command (a stream read) may wait on
+        purpose. ``wait`` bounds the caller's wait only: past it the caller gets None,
+        the command runs on in the background, and ``late`` (if given) receives its
+        answer, so what it did can be undone.
         """
         if not self.available:
             return None
         if not self.up:
             self._retry_at = self.clock.now() + self.retry_every  # one try per interval
-        bound = self.timeout if timeout is None else max(0.001, min(timeout, self.timeout))
-        bound += block
+        attempt = self._attempt(command, self.timeout + block)
+        if wait is None or wait >= self.timeout + block:
+            return await attempt
+        task = asyncio.get_running_loop().create_task(attempt)
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, wait))
+        if done:
+            return task.result()
+        self._late.add(task)
+        task.add_done_callback(self._late.discard)
+        if late is not None:
+            task.add_done_callback(lambda t: self._hand_late(t, late))
+        return None
+
+    async def _attempt(self, command: Callable[[Any], Awaitable[T]], bound: float) -> T | None:
+        epoch = self._epoch
         try:
             async with asyncio.timeout(bound):
                 result = await command(self.redis)
-        except (RedisError, OSError, TimeoutError) as exc:
-            self._failed(exc)
+        except _FAILURES as exc:
+            self._failed(exc, epoch)
             return None
         if not self.up:
             self.up = True
+            self._epoch += 1
             logger.info("fleet store %s is back: sharing state again", redact_url(self.url))
         return result
 
-    def _failed(self, exc: BaseException) -> None:
+    def _hand_late(
+        self, task: asyncio.Task[Any], late: Callable[[Any], Coroutine[Any, Any, None]]
+    ) -> None:
+        if task.cancelled() or task.result() is None:
+            return
+        follow = asyncio.get_running_loop().create_task(late(task.result()))
+        self._late.add(follow)
+        follow.add_done_callback(self._late.discard)
+
+    def _failed(self, exc: BaseException, epoch: int) -> None:
+        """Mark the store down, unless the failure belongs to an outage already over."""
+        if epoch != self._epoch:
+            return  # started before the store came back: the old outage's straggler
         self._retry_at = self.clock.now() + self.retry_every
         if self.up:
             self.up = False
@@ -151,7 +179,19 @@ class Store:
                 type(exc).__name__,
             )
 
+    @property
+    def epoch(self) -> int:
+        """How many times the store came back so far (see ``failed``)."""
+        return self._epoch
+
+    def failed(self, exc: BaseException, epoch: int) -> None:
+        """Report a failure seen outside ``run`` (a subscription's connection dropped) of
+        a connection made in ``epoch``: one from before the last recovery is ignored."""
+        self._failed(exc, epoch)
+
     async def aclose(self) -> None:
-        """Close the connections (never raises)."""
-        with contextlib.suppress(RedisError, OSError):
+        """Wait briefly for late commands, then close the connections (never raises)."""
+        if self._late:
+            await asyncio.wait(set(self._late), timeout=self.timeout * 2)
+        with contextlib.suppress(*_FAILURES):
             await self.redis.aclose()

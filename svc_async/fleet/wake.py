@@ -1,8 +1,9 @@
 """Job wake-ups across processes: a status update received anywhere wakes every waiter.
 
-The replica that takes a status update publishes ``"<job id> <status>"`` on one channel;
-every receiver of the fleet listens on it (from its first subscriber on) and hands the
-update to its local subscriptions, so ``jobs.wait`` wakes in every process. A wake-up
+The replica that takes a status update publishes ``"<job id> <status>"`` on its
+namespaces' channels; every receiver (and every fleet client) listens on its own (from
+its first subscriber on) and hands the update to its local subscriptions, so
+``jobs.wait`` wakes in every process. A wake-up
 only makes the waiter look at the job now; one lost while the store is away costs a poll
 interval, never a result. Job ids and statuses are all the channel carries.
 """
@@ -11,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -32,10 +34,10 @@ class JobWake:
     """
 
     def __init__(
-        self, store: Store, deliver: Callable[[JobStatusUpdate], None], namespace: str
+        self, store: Store, deliver: Callable[[JobStatusUpdate], None], channels: Sequence[str]
     ) -> None:
         self.store = store
-        self.channel = f"svc:{namespace}:jobs:status"
+        self.channels = tuple(channels)
         self._deliver = deliver
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
@@ -44,7 +46,8 @@ class JobWake:
     async def publish(self, job_id: int, status: str) -> None:
         """Tell every listening process (never raises; store away: nobody is told)."""
         message = f"{job_id} {status}"
-        await self.store.run(lambda r: r.publish(self.channel, message))
+        for channel in self.channels:
+            await self.store.run(functools.partial(_publish, channel=channel, message=message))
 
     def listen(self) -> None:
         """Start listening in this process (once; needs a running loop)."""
@@ -55,18 +58,20 @@ class JobWake:
         clock = self.store.clock
         while True:
             pubsub: Any = self.store.redis.pubsub(ignore_subscribe_messages=True)
+            epoch = self.store.epoch
             try:
-                if await self.store.run(_subscriber(pubsub, self.channel)) is None:
+                if await self.store.run(_subscriber(pubsub, self.channels)) is None:
                     await clock.sleep(self.store.retry_every)
                     continue
+                epoch = self.store.epoch  # the connection belongs to this spell of the store
                 self.ready.set()
                 while True:
                     message = await pubsub.get_message(timeout=self.store.timeout * 0.8)
                     if message is not None:
                         self._handle(message.get("data"))
-            except (RedisError, OSError, TimeoutError):
+            except (RedisError, OSError, TimeoutError) as exc:
                 self.ready.clear()
-                await self.store.run(_fail)  # marks the store down (one warning) if it is
+                self.store.failed(exc, epoch)  # the subscription dropped: an outage
                 await clock.sleep(self.store.retry_every)
             finally:
                 self.ready.clear()
@@ -89,14 +94,13 @@ class JobWake:
             self._task = None
 
 
-def _subscriber(pubsub: Any, channel: str) -> Callable[[Any], Awaitable[bool]]:
+async def _publish(redis: Any, *, channel: str, message: str) -> None:
+    await redis.publish(channel, message)
+
+
+def _subscriber(pubsub: Any, channels: Sequence[str]) -> Callable[[Any], Awaitable[bool]]:
     async def subscribe(_: Any) -> bool:
-        await pubsub.subscribe(channel)
+        await pubsub.subscribe(*channels)
         return True
 
     return subscribe
-
-
-async def _fail(redis: Any) -> None:
-    """A ping: answers while the store is up, marks it down (one warning) when it is not."""
-    await redis.ping()

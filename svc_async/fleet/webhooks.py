@@ -1,31 +1,38 @@
-"""Webhook replicas acting as one: a shared dedupe ledger and a Redis Stream of deliveries.
+"""Webhook replicas acting as one: a shared dedupe window and Redis Streams of deliveries.
 
-``FleetDeliveries`` gives a ``WebhookReceiver`` the two seams it talks to:
+``FleetDeliveries`` gives a ``WebhookReceiver`` the two seams it talks to, each routing a
+delivery by its key's ``scope`` (the namespace: the account's, or the webhook secret's
+the delivery came with, so replicas on ``s1`` and on ``["s1", "s2"]`` share a rotation):
 
-* ``ledger`` (``DeliveryLedger``): a delivery slot is claimed with one atomic script
-  (``SET`` unless the same version is there), so the same delivery sent to two replicas
-  is taken by one; ``release`` forgets it when its callbacks were given up.
-* ``dispatcher`` (``DeliveryDispatcher``): a claimed delivery is added to a Stream that
-  every replica reads through one consumer group; whichever reads it runs its callbacks
-  (retried as the receiver's policy says) and acknowledges it when they are done or
-  given up. Entries a replica read but never acknowledged (it crashed mid-callback) are
-  taken over by another with ``XAUTOCLAIM`` once idle for ``claim_after`` seconds.
+* ``ledger`` (``FleetLedger``): a delivery slot is claimed with one atomic script, so the
+  same delivery sent to two replicas is taken by one. A claim is remembered for
+  ``dedupe_window`` seconds: Redis holds recent history only.
+* ``dispatcher`` (``FleetDispatcher``): a claimed delivery is sealed (``seal``) and added
+  to its kind's stream with its place in its subject's order, in one script. Replicas
+  read only the kinds they have callbacks for, so none takes a delivery it cannot run.
+  A job waits for the one before it about the same subject to settle, in whichever
+  replica, so order per job holds across the fleet. While a replica holds an entry it
+  renews it (``XCLAIM ... JUSTID``) every third of ``claim_after``: only a dead
+  replica's entries go idle and are taken over (``XAUTOCLAIM``). A settled entry is
+  acknowledged and deleted; the replica that received a delivery keeps it until it has
+  settled anywhere, and adds it again if a restarted, empty Redis lost it.
 
-Output-file deliveries carry a signed download link, which is never written to Redis:
-they are deduplicated fleet-wide but run on the replica that received them. A status
-update is also published (``wake``) so ``jobs.wait`` wakes in every process. With the
-store away, deliveries are handled locally and deduplicated in this process only
-(another replica may run one again), with the store's one warning.
+Output-file deliveries run on the replica that received them (deduplicated fleet-wide).
+A status update is published (``wake``) so ``jobs.wait`` wakes in every process. With
+the store away, deliveries are handled locally and deduplicated in this process only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
-from collections.abc import Awaitable, Callable
+import socket
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import attrs
 import orjson
 
 from .._webhook_delivery import (
@@ -41,16 +48,24 @@ from ..clock import Clock
 from ..converter import unstructure
 from ..errors import WebhookPayloadError
 from ..retry import RetryPolicy
+from .keys import GROUP, KINDS, Keys
+from .seal import Seal, Unopenable
 from .store import Store, cancel_and_wait
 from .wake import JobWake
 
 logger = logging.getLogger(__name__)
 
-_SEEN_TTL_MS = 7 * 24 * 3600 * 1000
-"""How long a handled delivery is remembered fleet-wide (the service retries for less)."""
+DEDUPE_WINDOW = 600.0
+"""Seconds a delivery slot is remembered fleet-wide after it was claimed."""
 
-_GROUP = "callbacks"
+_ORDER_TTL_MS = 6 * 3600 * 1000
+"""How long a subject's order and an unread stream outlive their last delivery."""
+
 _BLOCK_MS = 200
+_BATCH = 32
+_TIDY_EVERY = 60.0
+_DEAD_CONSUMER_MS = 600_000
+"""A consumer idle this long with nothing pending is a replica gone: forgotten."""
 
 _CLAIM = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return 0 end
@@ -63,238 +78,511 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 """
 
+_ENQUEUE = """
+-- KEYS: stream, order; ARGV: ttl ms, group, then the entry's fields
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[2], '0', 'MKSTREAM')
+end
+local seq = redis.call('HINCRBY', KEYS[2], 'seq', 1)
+if seq == 1 then redis.call('HSET', KEYS[2], 'done', 0) end
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+local fields = {'seq', seq}
+for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
+local id = redis.call('XADD', KEYS[1], '*', unpack(fields))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return {id, seq}
+"""
 
-def _wire(update: Delivery) -> bytes | None:
-    """The delivery as the service sent it (None: an output file, kept out of Redis)."""
+_PREPARE = """
+-- KEYS: streams; ARGV: group, consumer, idle ms, count, ttl ms
+local out = {}
+for i, stream in ipairs(KEYS) do
+  if redis.call('EXISTS', stream) == 0 then
+    redis.call('XGROUP', 'CREATE', stream, ARGV[1], '0', 'MKSTREAM')
+    redis.call('PEXPIRE', stream, ARGV[5])
+  end
+  local stale = redis.call('XAUTOCLAIM', stream, ARGV[1], ARGV[2], ARGV[3], '0-0',
+    'COUNT', ARGV[4])
+  out[i] = stale[2]
+end
+return out
+"""
+
+_SETTLE = """
+-- KEYS: stream, order; ARGV: group, entry id, seq
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[1], ARGV[2])
+local done = tonumber(redis.call('HGET', KEYS[2], 'done'))
+if done and done < tonumber(ARGV[3]) then redis.call('HSET', KEYS[2], 'done', ARGV[3]) end
+return 1
+"""
+
+_SWEEP = """
+-- KEYS: order keys; ARGV: their seqs. 1: settled, 0: not yet, -1: the store lost it
+local out = {}
+for i, key in ipairs(KEYS) do
+  local done = tonumber(redis.call('HGET', key, 'done'))
+  if not done then out[i] = -1
+  elseif done >= tonumber(ARGV[i]) then out[i] = 1
+  else out[i] = 0 end
+end
+return out
+"""
+
+_TIDY = """
+-- KEYS: streams; ARGV: group, idle ms past which a consumer with nothing pending goes
+local gone = 0
+for _, stream in ipairs(KEYS) do
+  if redis.call('EXISTS', stream) == 1 then
+    for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', stream, ARGV[1])) do
+      local info = {}
+      for j = 1, #c, 2 do info[c[j]] = c[j + 1] end
+      if info['pending'] == 0 and info['idle'] > tonumber(ARGV[2]) then
+        redis.call('XGROUP', 'DELCONSUMER', stream, ARGV[1], info['name'])
+        gone = gone + 1
+      end
+    end
+  end
+end
+return gone
+"""
+
+
+def kind_of(update: Delivery) -> str | None:
+    """The stream a delivery travels through (None: it runs where it was received)."""
+    if isinstance(update, JobStatusUpdate):
+        return "status"
+    if isinstance(update, EntryUpdate):
+        return "entry"
+    return None
+
+
+def _wire(update: Delivery) -> bytes:
+    """A status or entry update as the service sent it."""
     if isinstance(update, JobStatusUpdate):
         return orjson.dumps({"id": update.job_id, "status": str(update.status)})
-    if isinstance(update, EntryUpdate):
-        scope = {"eventId": update.event_id} if update.event_id else {"seasonId": update.season_id}
-        return orjson.dumps({"entry": unstructure(update.entry), **scope})
-    return None
+    assert isinstance(update, EntryUpdate)
+    scope = {"eventId": update.event_id} if update.event_id else {"seasonId": update.season_id}
+    return orjson.dumps({"entry": unstructure(update.entry), **scope})
 
 
 class FleetLedger:
     """The dedupe window of every replica, in Redis (``DeliveryLedger``); this process's
     own window (``local``) answers while the store is away."""
 
-    def __init__(self, store: Store, namespace: str, local: MemoryLedger | None = None) -> None:
+    def __init__(
+        self, store: Store, local: MemoryLedger | None = None, window: float = DEDUPE_WINDOW
+    ) -> None:
         self.store = store
         self.local = local or MemoryLedger()
-        self._prefix = f"svc:{namespace}:seen:"
+        self.window_ms = int(window * 1000)
         self._claim = store.redis.register_script(_CLAIM)
         self._release = store.redis.register_script(_RELEASE)
 
     async def claim(self, key: DeliveryKey) -> bool:
         """True unless the same delivery was claimed by any replica (or, with the store
-        away, by this process)."""
-        keys, args = [self._prefix + key.slot], [key.version, str(_SEEN_TTL_MS)]
+        away, by this process) within the window."""
+        keys, args = [Keys(key.scope).seen(key.slot)], [key.version, str(self.window_ms)]
         here = self.local.claim(key)
         answer = await self.store.run(lambda r: self._claim(keys=keys, args=args, client=r))
         return here if answer is None else bool(answer)
 
     async def complete(self, key: DeliveryKey) -> None:
-        """The claim stands for the handled delivery (until its TTL)."""
+        """The claim stands for the handled delivery (until the window ends)."""
 
     async def release(self, key: DeliveryKey) -> None:
         """Forget a given-up delivery so a redelivery is handled again."""
         self.local.release(key)
-        keys, args = [self._prefix + key.slot], [key.version]
+        keys, args = [Keys(key.scope).seen(key.slot)], [key.version]
         await self.store.run(lambda r: self._release(keys=keys, args=args, client=r))
 
 
-class FleetDispatcher:
-    """Runs deliveries of any replica through a Stream and a consumer group.
+@attrs.define(eq=False)
+class _Held:
+    """A stream entry this replica runs: where it is, and its place in its subject."""
 
-    ``make_job`` builds the job of a delivery read from the stream (the receiver's
-    callbacks for its kind); ``local`` runs jobs in this process.
+    stream: str
+    entry_id: bytes
+    order: str
+    seq: int
+
+
+@attrs.define(eq=False)
+class _Sent:
+    """A delivery this replica added to a stream, kept until it settled anywhere."""
+
+    job: DeliveryJob
+    order: str
+    seq: int
+    added: float
+
+
+class FleetDispatcher:
+    """Runs the deliveries of any replica through per-kind streams (see the module).
+
+    ``make_job`` builds the job of a delivery read from a stream (this receiver's
+    callbacks for its kind); ``kinds`` says which kinds this receiver has callbacks for
+    now; ``local`` runs jobs in this process.
     """
 
     def __init__(
         self,
         store: Store,
-        namespace: str,
+        scopes: Iterable[str],
+        seals: Mapping[str, Seal],
         *,
         attempt: Attempt,
         finish: Finish,
         policy: RetryPolicy,
         clock: Clock,
         make_job: Callable[[DeliveryKey, Delivery], DeliveryJob],
+        kinds: Callable[[], frozenset[str]],
         claim_after: float = 30.0,
-        takes: Callable[[], bool] = lambda: True,
     ) -> None:
         self.store = store
+        self.scopes = tuple(dict.fromkeys(scopes))
+        self.seals = dict(seals)
         self.claim_after = claim_after
-        self._takes = takes
-        self._stream = f"svc:{namespace}:deliveries"
+        self.clock = clock
+        self._kinds = kinds
+        self._attempt = attempt
         self._finish = finish
         self._make_job = make_job
-        self.local = LocalDispatcher(attempt, self._settle, policy=policy, clock=clock)
-        self.consumer = os.urandom(6).hex()
-        self._entries: dict[DeliveryJob, bytes] = {}
-        self._acks: set[asyncio.Task[None]] = set()
-        self._reader: asyncio.Task[None] | None = None
+        self.local = LocalDispatcher(self._in_turn, self._settle, policy=policy, clock=clock)
+        self.consumer = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+        self._held: dict[DeliveryJob, _Held] = {}
+        self._sent: dict[DeliveryJob, _Sent] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._readers: dict[str, asyncio.Task[None]] = {}
+        self._keeper: asyncio.Task[None] | None = None
         self._closed = False
-        self._group_ready = False
+        redis = store.redis
+        self._enqueue = redis.register_script(_ENQUEUE)
+        self._prepare = redis.register_script(_PREPARE)
+        self._settle_script = redis.register_script(_SETTLE)
+        self._sweep = redis.register_script(_SWEEP)
+        self._tidy = redis.register_script(_TIDY)
 
     @property
     def pending(self) -> int:
-        """Jobs queued or running in this process (and acknowledgements being written)."""
-        return self.local.pending + len(self._acks)
+        """Jobs queued or running in this process (and settlements being written)."""
+        return self.local.pending + len(self._tasks)
+
+    @property
+    def held(self) -> int:
+        """Stream entries this replica holds now (running, waiting their turn or retrying)."""
+        return len(self._held)
+
+    # ------------------------------------------------------------ adding
 
     async def submit(self, job: DeliveryJob) -> None:
-        """Add the delivery to the stream (or run it here: an output file, store away)."""
+        """Add the delivery to its kind's stream (or run it here: an output file, an
+        entry update with no key to seal it, or the store away)."""
         self.start()
-        wire = _wire(job.update)
-        if wire is not None:
-            fields = {"slot": job.key.slot, "version": job.key.version, "body": wire}
-            stream = self._stream
-            added = await self.store.run(lambda r: r.xadd(stream, fields))  # type: ignore[arg-type]
-            if added is not None:
-                return
-        self.local.submit(job)
+        kind = kind_of(job.update)
+        seal = self.seals.get(job.key.kid)
+        if kind is None or not job.key.scope or (kind == "entry" and seal is None):
+            self.local.submit(job)
+            return
+        added = await self._add(job, kind, seal)
+        if added is None:
+            self.local.submit(job)
+            return
+        self._sent[job] = added
+        self._keep()
+
+    async def _add(self, job: DeliveryJob, kind: str, seal: Seal | None) -> _Sent | None:
+        keys = Keys(job.key.scope)
+        body = _wire(job.update)
+        sealed = seal.seal(body) if seal is not None else body
+        stream, order = keys.stream(kind), keys.order(job.key.subject)
+        fields: list[str | bytes] = [
+            "slot",
+            job.key.slot,
+            "version",
+            job.key.version,
+            "subject",
+            job.key.subject,
+        ]
+        fields += ["kid", seal.kid if seal is not None else "", "body", sealed]
+        args = [_ORDER_TTL_MS, GROUP, *fields]
+        script = self._enqueue
+        answer = await self.store.run(lambda r: script(keys=[stream, order], args=args, client=r))
+        if answer is None:
+            return None
+        return _Sent(job, order, int(answer[1]), self.clock.now())
+
+    # ------------------------------------------------------------ reading
 
     def start(self) -> None:
-        """Start reading the stream in this process (once; needs a running loop), if it
-        runs deliveries (``takes``): one that would run nothing must leave them to others."""
-        if self._reader is None and not self._closed and self._takes():
-            self._reader = asyncio.get_running_loop().create_task(self._read())
+        """Read this receiver's scopes' streams from now on (once; needs a running loop),
+        for the kinds it has callbacks for; a receiver with none takes nothing."""
+        if self._closed or not self._kinds():
+            return
+        loop = asyncio.get_running_loop()
+        for scope in self.scopes:
+            if scope not in self._readers:
+                self._readers[scope] = loop.create_task(self._read(scope))
+        self._keep()
 
-    async def _ensure_group(self) -> bool:
-        if self._group_ready:
-            return True
-
-        async def create(redis: Any) -> bool:
-            try:
-                await redis.xgroup_create(self._stream, _GROUP, id="0", mkstream=True)
-            except Exception as exc:  # BUSYGROUP: another replica made it
-                if "BUSYGROUP" not in str(exc):
-                    raise
-            return True
-
-        self._group_ready = bool(await self.store.run(create))
-        return self._group_ready
-
-    async def _read(self) -> None:
-        """Take over stale entries, then read new ones; run each as a local job."""
-        clock = self.store.clock
-        stream, me, idle = self._stream, self.consumer, int(self.claim_after * 1000)
-
-        def claim(redis: Any) -> Awaitable[Any]:
-            return redis.xautoclaim(stream, _GROUP, me, idle, "0-0", count=16)  # type: ignore[no-any-return]
-
-        def read_new(redis: Any) -> Awaitable[Any]:
-            return redis.xreadgroup(_GROUP, me, {stream: ">"}, count=16, block=_BLOCK_MS)  # type: ignore[no-any-return]
-
+    async def _read(self, scope: str) -> None:
+        """Take over dead replicas' entries, then read new ones; run each as a job."""
+        keys = Keys(scope)
         while not self._closed:
-            if not self.store.available or not await self._ensure_group():
-                await clock.sleep(self.store.retry_every)
+            streams = {keys.stream(kind): kind for kind in KINDS if kind in self._kinds()}
+            if not self.store.available or not streams:
+                await self.clock.sleep(self.store.retry_every)
                 continue
-            stale = await self.store.run(claim)
-            if stale:
-                self._run_entries(stale[1])
-            read: Any = await self.store.run(read_new, block=_BLOCK_MS / 1000)
-            if read is None:
-                if not self.store.up:
-                    self._group_ready = False  # a restarted store has lost the group
+            stale = await self.store.run(self._take_over(list(streams)))
+            if stale is None:
                 continue
-            for _, entries in read:
-                self._run_entries(entries)
+            for stream, entries in zip(streams, stale, strict=True):
+                self._run_entries(scope, stream, entries)
+            read = await self.store.run(self._read_new(streams), block=_BLOCK_MS / 1000)
+            for stream, entries in read or ():
+                self._run_entries(scope, _text(stream), entries)
 
-    def _run_entries(self, entries: list[Any]) -> None:
-        for entry_id, fields in entries:
-            if not fields:
-                continue  # deleted meanwhile
-            try:
-                update = parse_delivery(fields[b"body"])
-            except (WebhookPayloadError, KeyError):
-                logger.error("fleet delivery %r unreadable; dropped", entry_id)
-                self._ack(entry_id)
+    def _take_over(self, streams: list[str]) -> Callable[[Any], Any]:
+        idle = int(self.claim_after * 1000)
+        args = [GROUP, self.consumer, idle, _BATCH, _ORDER_TTL_MS]
+        script = self._prepare
+        return lambda r: script(keys=streams, args=args, client=r)
+
+    def _read_new(self, streams: Mapping[str, str]) -> Callable[[Any], Any]:
+        ask = dict.fromkeys(streams, ">")
+        return lambda r: r.xreadgroup(GROUP, self.consumer, ask, count=_BATCH, block=_BLOCK_MS)
+
+    def _run_entries(self, scope: str, stream: str, entries: Iterable[Any]) -> None:
+        held = {h.entry_id for h in self._held.values()}
+        for entry_id, raw in entries:
+            if not raw or entry_id in held:
+                continue  # deleted meanwhile, or already in hand here
+            fields = _fields(raw)
+            job = self._job_of(scope, fields)
+            if job is None:
                 continue
-            key = DeliveryKey(
-                slot=fields[b"slot"].decode(),
-                version=fields.get(b"version", b"").decode(),
-                subject=_subject(fields[b"slot"].decode()),
-            )
-            job = self._make_job(key, update)
-            self._entries[job] = entry_id
+            order = Keys(scope).order(job.key.subject)
+            self._held[job] = _Held(stream, entry_id, order, int(fields.get("seq", b"0")))
             self.local.submit(job)
+
+    def _job_of(self, scope: str, fields: Mapping[str, bytes]) -> DeliveryJob | None:
+        """The job of a stream entry; None when this replica cannot run it (left for one
+        that can: another key sealed it) or nobody can (unreadable: logged)."""
+        kid = fields.get("kid", b"").decode()
+        try:
+            body = fields["body"]
+            if kid:
+                seal = self.seals.get(kid)
+                if seal is None:
+                    return None  # sealed with a secret this replica does not hold
+                body = seal.open(body)
+            update = parse_delivery(body)
+            key = DeliveryKey(
+                slot=fields["slot"].decode(),
+                version=fields.get("version", b"").decode(),
+                subject=fields["subject"].decode(),
+                scope=scope,
+                kid=kid,
+            )
+        except (Unopenable, WebhookPayloadError, KeyError, UnicodeDecodeError):
+            logger.error("fleet delivery unreadable in %s; left pending", scope)
+            return None
+        job = self._make_job(key, update)
+        return job if job.todo else None
+
+    # ------------------------------------------------------------ running in order
+
+    async def _in_turn(self, job: DeliveryJob) -> bool:
+        """Run a job's callbacks once the job before it about its subject has settled."""
+        held = self._held.get(job)
+        if held is not None and job.attempts == 1:
+            await self._turn(held)
+        return await self._attempt(job)
+
+    async def _turn(self, held: _Held) -> None:
+        """Wait until the delivery before this one settled (or the store lost the order,
+        or its holder seems gone for longer than a takeover takes)."""
+        if held.seq <= 1:
+            return
+        give_up = self.clock.now() + max(4 * self.claim_after, 5.0)
+        order = held.order
+        while self.clock.now() < give_up:
+            done = await self.store.run(lambda r: r.hget(order, "done"))
+            if done is None and not self.store.up:
+                return  # no store: no fleet-wide order to keep
+            if done is None or int(done) >= held.seq - 1:
+                return
+            await self.clock.sleep(0.02)
+        logger.warning("fleet delivery ran before the one ahead of it settled (%s)", order)
 
     async def _settle(self, job: DeliveryJob, done: bool) -> None:
         try:
             await self._finish(job, done)
         finally:
-            entry_id = self._entries.pop(job, None)
-            if entry_id is not None and (done or not self._closed):
-                self._ack(entry_id)  # unfinished at close: left for another replica
+            held = self._held.pop(job, None)
+            if held is not None and (done or not self._closed):
+                self._spawn(self._settled(held))  # at close, unfinished: left for another
 
-    def _ack(self, entry_id: bytes) -> None:
-        stream = self._stream
+    async def _settled(self, held: _Held) -> None:
+        args = [GROUP, held.entry_id, held.seq]
+        script = self._settle_script
+        keys = [held.stream, held.order]
+        await self.store.run(lambda r: script(keys=keys, args=args, client=r))
 
-        async def ack() -> None:
-            await self.store.run(lambda r: r.xack(stream, _GROUP, entry_id))
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
-        task = asyncio.get_running_loop().create_task(ack())
-        self._acks.add(task)
-        task.add_done_callback(self._acks.discard)
+    # ------------------------------------------------------------ keeping
+
+    def _keep(self) -> None:
+        if self._keeper is None or self._keeper.done():
+            self._keeper = asyncio.get_running_loop().create_task(self._keep_up())
+
+    async def _keep_up(self) -> None:
+        """While this replica holds or sent entries: renew what it holds (a third of
+        ``claim_after`` apart), re-add what a restarted store lost, forget dead peers."""
+        every = max(0.05, self.claim_after / 3)
+        tidied = self.clock.now()
+        while not self._closed:
+            await self.clock.sleep(every)
+            if self._held:
+                await self._renew()
+            if self._sent:
+                await self._sweep_sent()
+            if self.clock.now() - tidied >= _TIDY_EVERY and self._readers:
+                tidied = self.clock.now()
+                await self._forget_dead()
+
+    async def _renew(self) -> None:
+        by_stream: dict[str, list[bytes]] = {}
+        for held in self._held.values():
+            by_stream.setdefault(held.stream, []).append(held.entry_id)
+        for stream, ids in by_stream.items():
+            await self.store.run(functools.partial(_renew, stream, self.consumer, ids))
+
+    async def _sweep_sent(self) -> None:
+        by_scope: dict[str, list[_Sent]] = {}
+        for item in self._sent.values():  # one script per scope: one cluster slot each
+            by_scope.setdefault(item.job.key.scope, []).append(item)
+        for sent in by_scope.values():
+            await self._sweep_scope(sent)
+
+    async def _sweep_scope(self, sent: list[_Sent]) -> None:
+        keys, seqs = [s.order for s in sent], [s.seq for s in sent]
+        script = self._sweep
+        states = await self.store.run(lambda r: script(keys=keys, args=seqs, client=r))
+        if states is None:
+            return
+        for item, state in zip(sent, states, strict=True):
+            too_old = self.clock.now() - item.added > _ORDER_TTL_MS / 1000
+            if int(state) == 1 or too_old:
+                self._sent.pop(item.job, None)
+            elif int(state) == -1:
+                logger.info("fleet delivery lost by a restarted store; added again")
+                self._sent.pop(item.job, None)
+                self._spawn(self.submit(item.job))
+
+    async def _forget_dead(self) -> None:
+        streams = [Keys(scope).stream(kind) for scope in self.scopes for kind in KINDS]
+        script = self._tidy
+        args = [GROUP, _DEAD_CONSUMER_MS]
+        for stream in streams:  # one at a time: each may live in another cluster slot
+            await self.store.run(functools.partial(_call, script, [stream], args))
+
+    # ------------------------------------------------------------ ending
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait for the jobs this process holds (or until ``timeout``)."""
         await self.local.drain(timeout)
-        if self._acks:
-            await asyncio.wait(set(self._acks), timeout=self.store.timeout * 2)
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=self.store.timeout * 2)
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
         """Stop reading, let running jobs finish up to ``timeout``."""
         self._closed = True
-        if self._reader is not None:
-            await cancel_and_wait(self._reader, self.store.timeout)
+        for reader in self._readers.values():
+            await cancel_and_wait(reader, self.store.timeout)
         await self.local.aclose(timeout)
-        if self._acks:
-            await asyncio.wait(set(self._acks), timeout=self.store.timeout * 2)
+        if self._keeper is not None:
+            await cancel_and_wait(self._keeper, self.store.timeout)
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=self.store.timeout * 2)
 
 
-def _subject(slot: str) -> str:
-    """The ordering subject of a slot (the same rule as ``delivery_key``)."""
-    if slot.startswith("status:"):
-        return "job:" + slot.split(":")[1]
-    if slot.startswith("output:"):
-        return "output:" + slot.split(":")[1]
-    return slot
+async def _renew(stream: str, consumer: str, ids: list[bytes], redis: Any) -> None:
+    """Reset the idle time of entries this replica holds: it is alive and on them."""
+    await redis.xclaim(stream, GROUP, consumer, 0, ids, justid=True)
+
+
+async def _call(script: Any, keys: list[str], args: list[Any], redis: Any) -> Any:
+    return await script(keys=keys, args=args, client=redis)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _fields(raw: Any) -> dict[str, bytes]:
+    """A stream entry's fields as a dict (redis-py gives one; a script, a flat list)."""
+    if isinstance(raw, dict):
+        return {_text(k): v for k, v in raw.items()}
+    pairs = list(raw)
+    return {_text(pairs[i]): pairs[i + 1] for i in range(0, len(pairs), 2)}
 
 
 class FleetDeliveries:
-    """The fleet's ledger, dispatcher and job wake-ups for one ``WebhookReceiver``."""
+    """The fleet's ledger, dispatcher and job wake-ups for one ``WebhookReceiver``.
+
+    ``secrets`` are the receiver's webhook secrets. With ``account`` every delivery
+    belongs to the account's namespace; without it, to the namespace of the secret it
+    came with (``scope_of``), so replicas that share a secret share its deliveries
+    through a rotation.
+    """
 
     def __init__(
         self,
         url: str,
-        namespace: str,
         *,
+        secrets: Iterable[bytes],
+        account: str | None,
         attempt: Attempt,
         finish: Finish,
         policy: RetryPolicy,
         clock: Clock,
         make_job: Callable[[DeliveryKey, Delivery], DeliveryJob],
         wake: Callable[[JobStatusUpdate], None],
+        kinds: Callable[[], frozenset[str]],
         claim_after: float = 30.0,
-        takes: Callable[[], bool] = lambda: True,
+        dedupe_window: float = DEDUPE_WINDOW,
     ) -> None:
+        self.secrets = tuple(secrets)
+        self.seals = [Seal(secret) for secret in self.secrets]
+        self._scopes = [scope_for(account, secret) for secret in self.secrets or (b"",)]
         self.store = Store(url, clock=clock)
-        self.ledger = FleetLedger(self.store, namespace)
+        self.ledger = FleetLedger(self.store, window=dedupe_window)
         self.dispatcher = FleetDispatcher(
             self.store,
-            namespace,
+            self._scopes,
+            {seal.kid: seal for seal in self.seals},
             attempt=attempt,
             finish=finish,
             policy=policy,
             clock=clock,
             make_job=make_job,
+            kinds=kinds,
             claim_after=claim_after,
-            takes=takes,
         )
-        self.wake = JobWake(self.store, wake, namespace)
+        channels = [Keys(scope).channel for scope in dict.fromkeys(self._scopes)]
+        self.wake = JobWake(self.store, wake, channels)
         self._listening = False
+
+    def scoped(self, key: DeliveryKey, secret: int) -> DeliveryKey:
+        """``key`` placed in the namespace of the delivery's secret (by its index in
+        ``secrets``), sealed with that secret's key."""
+        kid = self.seals[secret].kid if self.seals else ""
+        return attrs.evolve(key, scope=self._scopes[secret if self.seals else 0], kid=kid)
 
     def listen(self) -> None:
         """Receive the fleet's job wake-ups and deliveries in this process from now on."""
@@ -307,12 +595,21 @@ class FleetDeliveries:
         if self._listening:
             self.dispatcher.start()
 
-    def publish(self, update: JobStatusUpdate) -> Awaitable[None]:
+    async def publish(self, update: JobStatusUpdate) -> None:
         """Tell every process of the fleet about a job's new status."""
-        return self.wake.publish(update.job_id, str(update.status))
+        await self.wake.publish(update.job_id, str(update.status))
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
         """Stop reading, finish running jobs, stop listening, close the store."""
         await self.dispatcher.aclose(timeout)
         await self.wake.aclose()
         await self.store.aclose()
+
+
+def scope_for(account: str | None, secret: bytes) -> str:
+    """The namespace of a receiver's deliveries: the account's, else the secret's."""
+    from .keys import account_namespace
+
+    if account is not None:
+        return account_namespace("account", account)
+    return account_namespace("webhook-secret", secret.hex())

@@ -1,0 +1,346 @@
+"""The Redis client a fleet URL names, with the fleet's short timeouts.
+
+The URL forms (``[...]`` optional; a user or password with ``@ : / ? # % ,`` in it is
+percent-encoded, as in any URL):
+
+``redis://[[user]:password@]host[:port][/db]``
+    One server (port 6379, database 0 by default). ``rediss://`` is the same over TLS.
+``unix://[[user]:password@]/path/to/redis.sock[?db=N]``
+    One server on a Unix socket.
+``redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/<master>[/db]``
+    The master that the Sentinels (port 26379 by default) name ``<master>``, asked
+    again after a failover. The user and password are the master's (and its
+    replicas'); a Sentinel with a password of its own takes ``?sentinel_password=...``
+    (and ``&sentinel_username=...``). ``rediss+sentinel://`` speaks TLS to the
+    Sentinels and the master alike.
+``redis+cluster://[[user]:password@]host[:port][,host[:port]...]``
+    A Redis Cluster, found from any of the nodes given (port 6379 by default; database
+    0 only). ``rediss+cluster://`` over TLS.
+
+Query options: ``ssl_ca_certs``, ``ssl_certfile``, ``ssl_keyfile``, ``ssl_password``
+(file paths and the key's passphrase), ``ssl_cert_reqs`` (``required``, the default;
+``optional``; ``none``) and ``ssl_check_hostname`` (``true``/``false``) with a TLS scheme
+only; ``sentinel_username``/``sentinel_password`` with a Sentinel scheme only;
+``client_name`` and (``redis``, ``rediss``, ``unix``) ``db`` with any. Anything else is
+a ``ValueError``: the fleet sets its own timeouts and retries.
+
+No error message, repr or log line shows a password or a query value: ``describe``
+gives a URL fit to show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import attrs
+
+SCHEMES = (
+    "redis://",
+    "rediss://",
+    "unix://",
+    "redis+sentinel://",
+    "rediss+sentinel://",
+    "redis+cluster://",
+    "rediss+cluster://",
+)
+"""The URL schemes a fleet accepts."""
+
+_TLS_OPTIONS = frozenset(
+    {"ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_password", "ssl_cert_reqs"}
+    | {"ssl_check_hostname"}
+)
+_SENTINEL_OPTIONS = frozenset({"sentinel_username", "sentinel_password"})
+_CERT_REQS = ("required", "optional", "none")
+_BOOLS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+Kind = Literal["server", "sentinel", "cluster"]
+
+
+@attrs.frozen(repr=False)
+class Target:
+    """What a fleet URL names (``parse_url``); its repr shows no secret."""
+
+    kind: Kind
+    tls: bool
+    nodes: tuple[tuple[str, int], ...]
+    """Host and port of each server, Sentinel or cluster node (none for a socket)."""
+    socket: str | None
+    master: str | None
+    db: int
+    username: str | None
+    password: str | None
+    options: Mapping[str, Any]
+    """``ssl_*`` (TLS schemes), ``sentinel_*`` (Sentinel schemes), ``client_name``."""
+
+    def __repr__(self) -> str:
+        nodes = ",".join(f"{host}:{port}" for host, port in self.nodes) or self.socket
+        return f"<Target {self.kind}{' tls' if self.tls else ''} {nodes}>"
+
+
+def check_url(url: object) -> str:
+    """``url`` if it is a fleet URL; ``TypeError``/``ValueError`` saying what is wrong."""
+    parse_url(url)
+    assert isinstance(url, str)
+    return url
+
+
+def describe(url: str) -> str:
+    """``url`` fit for a log line: no user or password, every query value hidden."""
+    scheme, sep, _ = url.partition("://")
+    if not sep or "@" in _after_authority(url):
+        return "[REDACTED]"
+    parts = urlsplit(url)
+    hosts = parts.netloc.rpartition("@")[2]
+    shown = f"{scheme}://{hosts}{parts.path}"
+    if parts.query:
+        names = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True)]
+        shown += "?" + "&".join(f"{name}=[REDACTED]" for name in names)
+    return shown
+
+
+def _after_authority(url: str) -> str:
+    """The part of ``url`` after its host(s): the path, query and fragment."""
+    rest = url.partition("://")[2]
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    return rest[cut:]
+
+
+def parse_url(url: object) -> Target:
+    """What ``url`` names; ``TypeError``/``ValueError`` (never quoting it) if it is not
+    a fleet URL of one of the forms in the module docstring."""
+    if not isinstance(url, str):
+        raise TypeError("fleet must be a Redis URL string")
+    scheme = url.partition("://")[0].lower() + "://"
+    if "://" not in url or scheme not in SCHEMES:
+        raise ValueError("fleet must be a " + ", ".join(s[:-3] for s in SCHEMES) + " URL")
+    if "@" in _after_authority(url):
+        raise ValueError(
+            "fleet URL has an '@' after its host: percent-encode a password's '/', '?' or '#'"
+        )
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise ValueError("fleet URL is malformed") from None
+    if parts.fragment:
+        raise ValueError("fleet URL has a '#fragment': percent-encode a password's '#'")
+    base, _, variant = parts.scheme.lower().partition("+")
+    kind: Kind = "server" if not variant else "sentinel" if variant == "sentinel" else "cluster"
+    tls = base == "rediss"
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    username, password = _userinfo(userinfo)
+    options = _options(parts.query, kind=kind, tls=tls, unix=base == "unix")
+    db = options.pop("db", 0)
+    nodes: tuple[tuple[str, int], ...] = ()
+    socket = master = None
+    path = unquote(parts.path)
+    if base == "unix":
+        if hosts or not path.strip("/"):
+            raise ValueError("a unix fleet URL is unix://[[user]:password@]/path/to/socket")
+        socket = path
+    else:
+        default = 26379 if kind == "sentinel" else 6379
+        nodes = tuple(_node(node, default) for node in hosts.split(","))
+        if len(nodes) > 1 and kind == "server":
+            raise ValueError(
+                f"a {base} fleet URL names one host; several: redis+sentinel, +cluster"
+            )
+        segments = [s for s in path.split("/") if s]
+        if kind == "sentinel":
+            if not segments or len(segments) > 2:
+                raise ValueError(
+                    f"a {parts.scheme} fleet URL names the master: "
+                    f"{parts.scheme}://host:26379[,host:port...]/<master-name>[/db]"
+                )
+            master = segments[0]
+            db = _db(segments[1]) if len(segments) == 2 else 0
+        elif segments:
+            if len(segments) > 1:
+                raise ValueError("a fleet URL's path is the database number (/0), no more")
+            db = _db(segments[0])
+        if kind == "cluster" and db != 0:
+            raise ValueError("a Redis Cluster has database 0 only")
+    return Target(kind, tls, nodes, socket, master, db, username, password, options)
+
+
+def _userinfo(userinfo: str) -> tuple[str | None, str | None]:
+    if not userinfo:
+        return None, None
+    user, colon, password = userinfo.partition(":")
+    return (unquote(user) or None), (unquote(password) if colon else None)
+
+
+def _node(node: str, default: int) -> tuple[str, int]:
+    if node.startswith("["):  # [IPv6]:port
+        host, _, rest = node[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else rest
+    else:
+        host, _, port = node.partition(":")
+    if not host:
+        raise ValueError("fleet URL has an empty host")
+    if not port:
+        return unquote(host), default
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("fleet URL has a port that is not a number from 1 to 65535")
+    return unquote(host), int(port)
+
+
+def _db(text: str) -> int:
+    if not text.isdigit():
+        raise ValueError("fleet URL's database is not a number (/0, /1, ...)")
+    return int(text)
+
+
+def _options(query: str, *, kind: Kind, tls: bool, unix: bool) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if name in options:
+            raise ValueError(f"fleet URL gives {name!r} twice")
+        if name in _TLS_OPTIONS and not tls:
+            raise ValueError(f"fleet URL option {name!r} needs a TLS scheme (rediss...)")
+        if name in _SENTINEL_OPTIONS and kind != "sentinel":
+            raise ValueError(f"fleet URL option {name!r} needs a Sentinel URL")
+        if name == "db" and kind == "server":
+            options[name] = _db(value)
+        elif name == "ssl_cert_reqs":
+            if value not in _CERT_REQS:
+                raise ValueError("fleet URL option 'ssl_cert_reqs' is required, optional or none")
+            options[name] = value
+        elif name == "ssl_check_hostname":
+            if value.lower() not in _BOOLS:
+                raise ValueError("fleet URL option 'ssl_check_hostname' is true or false")
+            options[name] = _BOOLS[value.lower()]
+        elif name in _TLS_OPTIONS or name in _SENTINEL_OPTIONS or name == "client_name":
+            options[name] = value
+        else:
+            known = sorted(
+                {"client_name"}
+                | (_TLS_OPTIONS if tls else set())
+                | (_SENTINEL_OPTIONS if kind == "sentinel" else set())
+                | ({"db"} if kind == "server" else set())
+            )
+            raise ValueError(
+                f"fleet URL option {name[:40]!r} unknown here (known: {', '.join(known)})"
+            )
+    return options
+
+
+def redis_client(url: str, *, timeout: float) -> Any:
+    """A redis-py asyncio client for ``url`` whose commands give up after ``timeout``.
+
+    One quiet retry on a fresh connection covers a pooled connection that a restarted
+    server closed (and, behind Sentinel, a master that failed over: the retry asks the
+    Sentinels where the master is now); anything else fails at once (the store then
+    carries on locally). A cluster client is ``redis.asyncio.RedisCluster``: keys of
+    one ``{hash tag}`` share a slot, so a script over them runs on one node; its
+    ``pubsub()`` subscribes on the node of the channel's slot (published messages reach
+    every node). Every client's ``aclose()`` closes all it opened.
+    """
+    target = parse_url(url)
+    if target.kind == "sentinel":
+        return _sentinel_master(target, timeout)
+    if target.kind == "cluster":
+        return _cluster(target, timeout)
+    import redis.asyncio as aioredis
+
+    where: dict[str, Any] = {"unix_socket_path": target.socket}
+    if target.socket is None:
+        ((host, port),) = target.nodes
+        where = {"host": host, "port": port}
+    return aioredis.Redis(**where, db=target.db, **_connection(target, timeout))
+
+
+def _retry() -> Any:
+    """One retry, at once, on a connection error (a fresh object for each client)."""
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    return Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))
+
+
+def _tls(target: Target) -> dict[str, Any]:
+    if not target.tls:
+        return {}
+    return {"ssl": True, **{k: v for k, v in target.options.items() if k in _TLS_OPTIONS}}
+
+
+def _connection(target: Target, timeout: float) -> dict[str, Any]:
+    """The keyword arguments of a data connection: timeouts, retry, credentials, TLS."""
+    return {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+        "retry": _retry(),
+        "health_check_interval": 0,
+        "username": target.username,
+        "password": target.password,
+        "client_name": target.options.get("client_name"),
+        **_tls(target),
+    }
+
+
+def _sentinel_master(target: Target, timeout: float) -> Any:
+    """The client of the master the Sentinels name, closing the Sentinel clients too."""
+    from redis.asyncio.sentinel import Sentinel
+
+    sentinel: Any = Sentinel(
+        list(target.nodes),
+        sentinel_kwargs={
+            "socket_timeout": timeout,
+            "socket_connect_timeout": timeout,
+            "retry": _retry(),
+            "health_check_interval": 0,
+            "username": target.options.get("sentinel_username"),
+            "password": target.options.get("sentinel_password"),
+            **_tls(target),
+        },
+    )
+    client = sentinel.master_for(
+        target.master, redis_class=_sentinel_class(), db=target.db, **_connection(target, timeout)
+    )
+    client.sentinel = sentinel
+    return client
+
+
+_SENTINEL_CLASS: Any = None
+
+
+def _sentinel_class() -> Any:
+    """``redis.asyncio.Redis`` whose ``aclose`` also closes its Sentinel clients (made
+    on first use: this module imports redis only when a fleet URL is used)."""
+    global _SENTINEL_CLASS
+    if _SENTINEL_CLASS is None:
+        import redis.asyncio as aioredis
+
+        class SentinelMaster(aioredis.Redis):
+            sentinel: Any = None
+
+            async def aclose(self, close_connection_pool: bool | None = None) -> None:
+                try:
+                    await super().aclose(close_connection_pool)
+                finally:
+                    for client in self.sentinel.sentinels if self.sentinel else ():
+                        await client.aclose()
+
+        _SENTINEL_CLASS = SentinelMaster
+    return _SENTINEL_CLASS
+
+
+def _cluster(target: Target, timeout: float) -> Any:
+    from redis.asyncio.cluster import ClusterNode, RedisCluster
+
+    connection = _connection(target, timeout)
+    return RedisCluster(
+        startup_nodes=[ClusterNode(host, port) for host, port in target.nodes],
+        **connection,
+    )
+
+
+def store_errors() -> tuple[type[BaseException], ...]:
+    """What a store command may raise when Redis is away or failing: redis-py's errors,
+    its cluster client's ``RedisClusterException`` (no ``RedisError``: all nodes
+    unreachable), OS errors and timeouts."""
+    from redis.exceptions import RedisClusterException, RedisError
+
+    return (RedisError, RedisClusterException, OSError, TimeoutError)

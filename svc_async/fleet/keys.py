@@ -1,0 +1,65 @@
+"""Where a fleet keeps things in Redis: every key and channel name, in one place.
+
+Keys are ``svc:{<namespace>}:<name>``. The braces are a Redis Cluster hash tag: all of an
+account's keys live in one slot, so the scripts that touch several of them run there.
+The namespace is a digest (``account_namespace``), never a token or a secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import attrs
+
+__all__ = ["KINDS", "Keys", "account_namespace"]
+
+KINDS = ("status", "entry")
+"""The delivery kinds that travel through the fleet's streams, one stream each."""
+
+GROUP = "callbacks"
+"""The consumer group every replica reads the delivery streams through."""
+
+
+def account_namespace(kind: str, identity: str) -> str:
+    """The key namespace of ``identity`` (an account, a credential, a webhook secret)."""
+    digest = hashlib.sha256(f"{kind}\0{identity}".encode()).hexdigest()
+    return digest[:24]
+
+
+@attrs.frozen(slots=True)
+class Keys:
+    """The names of one namespace's keys and channel."""
+
+    namespace: str
+
+    @property
+    def prefix(self) -> str:
+        """What every key of the namespace starts with (``svc:{ns}:``)."""
+        return f"svc:{{{self.namespace}}}:"
+
+    @property
+    def budget(self) -> str:
+        """Hash: the shared rate budget (limit, rem, end, gen, done, probe)."""
+        return self.prefix + "budget"
+
+    @property
+    def leases(self) -> str:
+        """Sorted set: calls in flight, each scored by the time its lease lapses (ms)."""
+        return self.prefix + "leases"
+
+    def stream(self, kind: str) -> str:
+        """Stream: the deliveries of one kind (``KINDS``) waiting for or in a replica."""
+        return f"{self.prefix}deliveries:{kind}"
+
+    def seen(self, slot: str) -> str:
+        """String: the version of a delivery slot claimed lately (the dedupe window)."""
+        return f"{self.prefix}seen:{slot}"
+
+    def order(self, subject: str) -> str:
+        """Hash: ``seq`` (deliveries of a subject enqueued) and ``done`` (settled)."""
+        return f"{self.prefix}order:{subject}"
+
+    @property
+    def channel(self) -> str:
+        """Pub/sub channel: job wake-ups (``"<job id> <status>"``)."""
+        return self.prefix + "jobs:status"
