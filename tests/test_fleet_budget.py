@@ -232,22 +232,23 @@ async def test_the_store_killed_and_restarted_mid_run(
 async def test_a_slow_store_is_waited_for_only_its_short_timeout(
     redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import socket
+    import signal
 
     caplog.set_level(logging.WARNING, "svc_async.fleet")
     async with FakeService(seed=1) as fake, fake.serve() as url:
         async with Client(url, token=TOKEN, fleet=redis_server.url) as svc:
             pacer = svc._shared.fleet
             await svc.orgs.list()
-            blocker = socket.create_connection(("127.0.0.1", redis_server.port))
-            blocker.sendall(b"DEBUG SLEEP 3\r\n")  # the server stops answering for 3 s
-            await asyncio.sleep(0.05)  # (once it has read the command)
-            loop = asyncio.get_running_loop()
-            started = loop.time()
-            for _ in range(3):
-                await svc.orgs.list()
-            took = loop.time() - started
-            blocker.close()
+            assert redis_server.process is not None
+            redis_server.process.send_signal(signal.SIGSTOP)  # the server stops answering
+            try:
+                loop = asyncio.get_running_loop()
+                started = loop.time()
+                for _ in range(3):
+                    await svc.orgs.list()
+                took = loop.time() - started
+            finally:
+                redis_server.process.send_signal(signal.SIGCONT)
             assert took < 2.5 and not pacer.store.up  # one timeout, then local pacing
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "TimeoutError" in warnings[0].getMessage()
