@@ -508,3 +508,27 @@ def test_a_fleet_loads_of_opentelemetry_only_what_redis_py_loads() -> None:
     ]
     assert outs[0] == outs[1]  # nothing beyond redis-py's own imports
     assert "svc_async.tracing" not in outs[1]
+
+
+# ------------------------------------------------------------ an empty restart loses nothing
+
+
+@pytest.mark.slow
+async def test_deliveries_lost_by_an_empty_restart_are_added_again(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "svc_async.fleet")
+    runs: list[int] = []
+    front = WebhookReceiver("s", fleet=redis_server.url, claim_after=0.3)  # runs nothing
+    async with front:
+        front._fleet.store.retry_every = 0.05
+        for job_id in (1, 2, 3):
+            assert await front.accept(_status(job_id))
+        redis_server.stop()
+        redis_server.start()  # empty: the stream and its three entries are gone
+        await _eventually(lambda: "added again" in caplog.text, 10)
+        async with WebhookReceiver("s", fleet=redis_server.url, claim_after=0.3) as worker:
+            worker.on_status_update(lambda u: runs.append(u.job_id))
+            await _eventually(lambda: len(runs) == 3, 10)
+            await worker.drain(5)
+    assert sorted(runs) == [1, 2, 3]
