@@ -1,12 +1,13 @@
 """Which webhook deliveries were handled, and running their callbacks until they succeed.
 
-The receiver talks to two seams only. A ``DeliveryLedger`` is the dedupe window: a
-delivery is *claimed* when it arrives (a claim that fails means a duplicate), then
-*completed* once every callback succeeded, or *released* when they were given up, so a
-redelivery is handled again. A ``DeliveryDispatcher`` queues a claimed delivery and runs
-its callbacks, retrying the failed ones with backoff. ``MemoryLedger`` and
-``LocalDispatcher`` keep everything in this process; a shared store can supply its own
-pair. Like callbacks, ledger and dispatcher methods may be plain or coroutine functions.
+The receiver talks to two seams. A ledger is the dedupe window: a delivery is
+*claimed* when it arrives (a claim that fails means a duplicate), then *completed* once
+every callback succeeded, or *released* when they were given up, so a redelivery is
+handled again. A dispatcher queues a claimed delivery and runs its callbacks, retrying
+the failed ones with backoff. ``MemoryLedger`` and ``LocalDispatcher`` keep everything
+in this process and answer at once (plain methods: ``dispatch`` decides without
+waiting); a shared store's pair (``DeliveryLedger``, ``DeliveryDispatcher``) answers
+over the network, so every one of its methods is a coroutine function.
 """
 
 from __future__ import annotations
@@ -88,15 +89,15 @@ def delivery_key(update: Delivery) -> DeliveryKey:
 
 
 class DeliveryLedger(Protocol):
-    """The dedupe window behind a receiver."""
+    """A shared dedupe window behind a receiver (a fleet's, in Redis)."""
 
-    def claim(self, key: DeliveryKey) -> bool | Awaitable[bool]:
+    async def claim(self, key: DeliveryKey) -> bool:
         """Take ``key`` for handling: False when it is a duplicate (handled or in hand)."""
 
-    def complete(self, key: DeliveryKey) -> Awaitable[None] | None:
+    async def complete(self, key: DeliveryKey) -> None:
         """Every callback of ``key`` succeeded: later equal deliveries are duplicates."""
 
-    def release(self, key: DeliveryKey) -> Awaitable[None] | None:
+    async def release(self, key: DeliveryKey) -> None:
         """``key`` was given up: a redelivery of it is handled again."""
 
 
@@ -157,10 +158,9 @@ Finish = Callable[[DeliveryJob, bool], Awaitable[None]]
 
 
 class DeliveryDispatcher(Protocol):
-    """Queues claimed deliveries and runs their callbacks until done or given up."""
-
-    def submit(self, job: DeliveryJob) -> Awaitable[None] | None:
-        """Queue ``job``; its callbacks run later."""
+    """Runs claimed deliveries' callbacks until done or given up: what a receiver asks of
+    it to drain and close (``submit`` is the local one's plain method, a shared one's
+    coroutine)."""
 
     @property
     def pending(self) -> int:

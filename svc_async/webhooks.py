@@ -34,7 +34,6 @@ from ._webhook_delivery import (
     DeliveryDispatcher,
     DeliveryJob,
     DeliveryKey,
-    DeliveryLedger,
     LocalDispatcher,
     MemoryLedger,
     delivery_key,
@@ -106,11 +105,6 @@ _U = TypeVar("_U", JobStatusUpdate, EntryUpdate, OutputFileUpdate)
 Verifier = Callable[["web.Request", bytes], Awaitable[None] | None]
 """A hook run on each delivery (request and raw body) before parsing; it raises
 ``WebhookVerificationError`` to refuse the delivery (for a future signature scheme)."""
-
-
-async def _settled(value: Any) -> Any:
-    """``value``, awaited first when a ledger or dispatcher answered with an awaitable."""
-    return await value if inspect.isawaitable(value) else value
 
 
 @attrs.define(slots=True)
@@ -230,7 +224,7 @@ class WebhookReceiver:
                 raise ValueError(f"{name} must be a positive number of seconds")
         if account is not None and (not isinstance(account, str) or not account.strip()):
             raise ValueError("account must be a non-empty string naming the account")
-        self._ledger: DeliveryLedger = MemoryLedger(dedupe_size)
+        self._memory = MemoryLedger(dedupe_size)
         self._secrets = _secrets(secret)
         self._warned_open = False
         self.secret_param = secret_param
@@ -240,9 +234,10 @@ class WebhookReceiver:
         self.body_timeout = float(body_timeout)
         self.clock: Clock = SYSTEM_CLOCK if clock is None else clock
         """Where the waits between callback attempts and the drain deadlines run."""
-        self._dispatcher: DeliveryDispatcher = LocalDispatcher(
+        self._local = LocalDispatcher(
             self._attempt, self._finish, policy=callback_retry, clock=self.clock
         )
+        self._dispatcher: DeliveryDispatcher = self._local
         self._fleet: Any = None
         fleet = fleet_url(fleet)
         if fleet is not None:
@@ -263,7 +258,6 @@ class WebhookReceiver:
                 claim_after=claim_after,
                 dedupe_window=dedupe_window,
             )
-            self._ledger = self._fleet.ledger
             self._dispatcher = self._fleet.dispatcher
         self._callbacks: list[StatusCallback] = []
         self._entry_callbacks: list[EntryCallback] = []
@@ -433,45 +427,41 @@ class WebhookReceiver:
 
         Use it from another web framework once you have checked the secret yourself.
         Returns False when the update was dropped as a test delivery or a duplicate.
-        A ledger that answers later (a shared store) settles in the background, and
-        the update counts as taken (``await accept(update)`` waits for the verdict).
+        In a fleet the shared store decides in the background, and the update counts as
+        taken (``await accept(update)`` waits for the verdict).
         """
         if update.is_test:
             return self._test_delivery()
-        key = self._key(update, 0)
-        claimed = self._ledger.claim(key)
-        if inspect.isawaitable(claimed):
-            self._background(self._admit_when(update, key, claimed))
+        if self._fleet is not None:
+            self._background(self._take(update, 0))
             return True
-        if not claimed:
+        key = delivery_key(update)
+        if not self._memory.claim(key):
             return self._duplicate(update)
-        queued = self._admit(update, key)
-        if inspect.isawaitable(queued):
-            self._background(_settled(queued))
+        self._announce(update)
+        job = self._job(key, update)
+        if job.todo:
+            self._local.submit(job)
+        else:
+            self._memory.complete(key)
         return True
 
     async def accept(self, update: Delivery) -> bool:
-        """``dispatch``, awaiting the ledger and the queue: True once the update is queued,
+        """``dispatch``, awaiting the shared store if any: True once the update is queued,
         False when it was a test delivery or a duplicate. In a fleet it counts as having
         come with the first secret."""
         return await self._take(update, 0)
 
     async def _take(self, update: Delivery, secret: int) -> bool:
         """``accept`` for an update that came with the ``secret``-th secret."""
-        if update.is_test:
-            return self._test_delivery()
-        key = self._key(update, secret)
-        return await self._admit_when(update, key, self._ledger.claim(key))
-
-    def _key(self, update: Delivery, secret: int) -> DeliveryKey:
-        """The dedupe key of ``update``, in the fleet namespace of its secret if any."""
-        key = delivery_key(update)
-        return key if self._fleet is None else self._fleet.scoped(key, secret)
-
-    async def _admit_when(self, update: Delivery, key: DeliveryKey, claimed: Any) -> bool:
-        if not await _settled(claimed):
+        if self._fleet is None or update.is_test:
+            return self.dispatch(update)
+        key = self._fleet.scoped(delivery_key(update), secret)
+        if not await self._fleet.ledger.claim(key):
             return self._duplicate(update)
-        await _settled(self._admit(update, key))
+        self._announce(update)
+        # Queued even without a callback here: another replica may have one.
+        await self._fleet.dispatcher.submit(self._job(key, update))
         return True
 
     def _test_delivery(self) -> bool:
@@ -484,17 +474,13 @@ class WebhookReceiver:
         logger.debug("duplicate webhook delivery dropped: %s", describe(update))
         return False
 
-    def _admit(self, update: Delivery, key: DeliveryKey) -> Awaitable[None] | None:
-        """Wake the waiters and queue the callbacks of a claimed update."""
+    def _announce(self, update: Delivery) -> None:
+        """Count a claimed update and wake its waiters, here and in the fleet."""
         self.stats.dispatched += 1
         if isinstance(update, JobStatusUpdate):
             self._wake(update)
             if self._fleet is not None:
                 self._background(self._fleet.publish(update))  # every process's waiters
-        job = self._job(key, update)
-        if not job.todo and self._fleet is None:
-            return self._ledger.complete(key)
-        return self._dispatcher.submit(job)  # in a fleet, another replica may run it
 
     def _wake(self, update: JobStatusUpdate) -> None:
         """Hand a status update to this process's subscriptions (``jobs.wait``)."""
@@ -550,7 +536,10 @@ class WebhookReceiver:
     async def _finish(self, job: DeliveryJob, done: bool) -> None:
         """Settle a job in the ledger: handled, or given up (a redelivery is handled)."""
         if done:
-            await _settled(self._ledger.complete(job.key))
+            if self._fleet is None:
+                self._memory.complete(job.key)
+            else:
+                await self._fleet.ledger.complete(job.key)
             return
         self.stats.given_up += 1
         logger.error(
@@ -559,7 +548,10 @@ class WebhookReceiver:
             len(job.todo),
             describe(job.update),
         )
-        await _settled(self._ledger.release(job.key))
+        if self._fleet is None:
+            self._memory.release(job.key)
+        else:
+            await self._fleet.ledger.release(job.key)
 
     # ------------------------------------------------------------ waiters (for jobs.wait)
 

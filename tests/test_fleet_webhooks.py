@@ -229,3 +229,19 @@ async def test_with_the_store_away_deliveries_are_handled_here_with_one_warning(
     assert runs == [3, 4]  # deduplicated in this process meanwhile
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "unavailable" in warnings[0].getMessage()
+
+
+async def test_dispatch_in_a_fleet_settles_in_the_background(redis_url: str) -> None:
+    # ``dispatch`` cannot wait for the store: the update counts as taken, and the store's
+    # verdict drops the duplicate a moment later.
+    runs: list[int] = []
+    async with WebhookReceiver("s", fleet=redis_url, claim_after=0.5) as receiver:
+        receiver.on_status_update(lambda u: runs.append(u.job_id))
+        assert receiver.dispatch(_status(9))
+        assert receiver.dispatch(_status(9))  # taken, then dropped there
+        for _ in range(250):
+            if runs and receiver.stats.duplicates:
+                break
+            await asyncio.sleep(0.02)
+        await receiver.drain(5)
+    assert runs == [9] and receiver.stats.duplicates == 1

@@ -275,34 +275,3 @@ def test_delivery_keys_are_strings_a_shared_store_can_hold() -> None:
     assert status == DeliveryKey(slot=f"status:{2**70}:Processed", subject=f"job:{2**70}")
     entry = delivery_key(parse_delivery({"entry": ENTRY, "eventId": 18}))
     assert entry.slot == entry.subject == "entry:event:18:283" and len(entry.version) == 32
-
-
-class AsyncLedger(MemoryLedger):
-    """A ledger that answers later, as a shared store over the network would."""
-
-    async def claim(self, key: DeliveryKey) -> bool:  # type: ignore[override]
-        await asyncio.sleep(0)
-        return super().claim(key)
-
-    async def complete(self, key: DeliveryKey) -> None:  # type: ignore[override]
-        await asyncio.sleep(0)
-
-    async def release(self, key: DeliveryKey) -> None:  # type: ignore[override]
-        await asyncio.sleep(0)
-        super().release(key)
-
-
-async def test_a_ledger_that_answers_later_slots_in() -> None:
-    receiver = WebhookReceiver(SECRET, callback_retry=NO_WAIT)
-    receiver._ledger = AsyncLedger()  # the seam a fleet store fills
-    flaky = Flaky(failures=3)
-    receiver.on_status_update(flaky)
-    update = JobStatusUpdate(job_id=9, status="Processed")
-    assert await receiver.accept(update)
-    assert not await receiver.accept(update)  # in hand
-    await receiver.drain()
-    assert receiver.stats.given_up == 1
-    assert receiver.dispatch(update)  # settles in the background
-    assert receiver.dispatch(update)  # dropped there, as a duplicate
-    await receiver.drain()
-    assert flaky.handled == [update] and receiver.stats.duplicates == 2
