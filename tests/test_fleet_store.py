@@ -84,3 +84,36 @@ async def test_closing_a_stream_reader_that_swallowed_its_cancellation_ends() ->
 
 def _never(*args: object) -> Any:
     raise AssertionError("not called")
+
+
+async def test_a_late_failure_from_before_a_recovery_opens_no_second_outage(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    caplog.set_level(logging.INFO, "svc_async.fleet")
+    store = Store("redis://127.0.0.1:9/0", retry_every=0.01)  # the commands never use it
+    release = asyncio.Event()
+
+    async def straggler(_: Any) -> None:
+        await release.wait()  # started while the store was up, fails after it came back
+        raise RedisConnectionError("connection from before the restart")
+
+    async def fail(_: Any) -> None:
+        raise RedisConnectionError("down")
+
+    async def ok(_: Any) -> str:
+        return "ok"
+
+    late = asyncio.create_task(store.run(straggler))
+    await asyncio.sleep(0)
+    assert await store.run(fail) is None and not store.up  # the outage: one WARNING
+    await asyncio.sleep(0.02)
+    assert await store.run(ok) == "ok" and store.up  # back: one INFO
+    release.set()
+    assert await late is None
+    assert store.up and store.outages == 1  # the straggler opened no second outage
+    assert [r.levelname for r in caplog.records] == ["WARNING", "INFO"]
+    await store.aclose()
