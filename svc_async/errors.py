@@ -32,6 +32,7 @@ them. The tree (a class appears under each of its SDK parents)::
       AmbiguousCreateError                    unknown whether a create happened (tag)
       WebhookVerificationError                a delivery without the shared secret
       WebhookPayloadError [ValueError]        a delivery body that is not a valid payload
+      FleetStoreError [ConnectionError]       fleet status: the fleet's Redis unreachable
 
 Two package-internal signals live here too because they cross modules, and never reach
 the caller: ``PacingExceedsDeadline`` (the pacer to the pipeline) and ``LeafError`` (a
@@ -335,3 +336,10 @@ def _parse_issues(message: str) -> list[ValidationIssue]:
     except orjson.JSONDecodeError:
         return []
     return _issues_from_list(items) if isinstance(items, list) else []
+
+
+class FleetStoreError(SvcError, ConnectionError):
+    """The fleet's Redis could not be reached, or refused a command (``fleet status``).
+
+    The message names the store by its URL without a password, and Redis's own reason.
+    """

@@ -117,9 +117,12 @@ ALLOWED = {
     "invites": {"_validate"},
     "downloads": {"errors", "pipeline", "redact", "retry", "transport", "types"},
     "tracing": {"_version", "errors", "pipeline", "redact"},
-    "fleet": set(),  # reads the setting only: redis loads with the modules below
-    "fleet.store": {"clock", "redact"},
-    "fleet.budget": {"errors", "models", "ratelimit", "retry", "fleet.store"},
+    "fleet": {"fleet.connect"},  # reads and checks the setting: redis loads below
+    "fleet.connect": set(),
+    "fleet.keys": set(),
+    "fleet.seal": set(),
+    "fleet.store": {"clock", "fleet.connect", "fleet.keys"},
+    "fleet.budget": {"errors", "models", "ratelimit", "retry", "fleet.keys", "fleet.store"},
     "fleet.wake": {"_webhook_payloads", "errors", "fleet.store"},
     "fleet.webhooks": {
         "_webhook_delivery",
@@ -128,8 +131,19 @@ ALLOWED = {
         "converter",
         "errors",
         "retry",
+        "fleet.keys",
+        "fleet.seal",
         "fleet.store",
         "fleet.wake",
+    },
+    "fleet.status": {
+        "auth",
+        "errors",
+        "redact",
+        "fleet.connect",
+        "fleet.keys",
+        "fleet.store",
+        "fleet.webhooks",
     },
 }
 

@@ -198,9 +198,9 @@ def test_the_fleet_comes_from_svc_fleet_url_and_is_checked(
     svc = Client("http://127.0.0.1:9", token="t")
     assert isinstance(svc._shared.fleet, FleetPacer)
     assert "redis://127.0.0.1:1/0" in repr(svc._shared.fleet)
-    with pytest.raises(ValueError, match="redis://"):
+    with pytest.raises(ValueError, match="fleet must be a redis, rediss, unix"):
         Client("http://127.0.0.1:9", token="t", fleet="http://example.com")
-    with pytest.raises(TypeError, match="redis://"):
+    with pytest.raises(TypeError, match="Redis URL"):
         Client("http://127.0.0.1:9", token="t", fleet=6379)  # type: ignore[arg-type]
 
 

@@ -532,3 +532,27 @@ async def test_deliveries_lost_by_an_empty_restart_are_added_again(
             await _eventually(lambda: len(runs) == 3, 10)
             await worker.drain(5)
     assert sorted(runs) == [1, 2, 3]
+
+
+async def test_a_delivery_lost_in_a_failover_is_added_again(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A failover can lose the last writes while older keys survive on the new master: the
+    # job's order says "not settled" and its entry is gone from the stream.
+    caplog.set_level(logging.INFO, "svc_async.fleet")
+    runs: list[int] = []
+    async with WebhookReceiver("s", fleet=redis_url, claim_after=0.3) as front:
+        assert await front.accept(_status(1, "Matching"))
+        redis = aioredis.Redis.from_url(redis_url)
+        try:
+            (stream,) = await redis.keys("svc:*:deliveries:status")
+            (entry_id, _), *_ = await redis.xrange(stream)
+            assert await redis.xdel(stream, entry_id) == 1  # lost; the order hash is not
+        finally:
+            await redis.aclose()
+        await _eventually(lambda: "added again" in caplog.text, 10)
+        async with WebhookReceiver("s", fleet=redis_url, claim_after=0.3) as worker:
+            worker.on_status_update(lambda u: runs.append(u.job_id))
+            await _eventually(lambda: runs, 10)
+            await worker.drain(5)
+    assert runs == [1]

@@ -4,7 +4,8 @@
 ``python -m svc_async.cli``. The rooms: ``args`` (the grammar), ``commands`` (what each
 command does with a ``Client``), ``exit_codes`` (failures to exit statuses and one-line
 messages), ``views`` (models to tables), ``render``/``rich_render``/``terminal``
-(drawing them) and ``demo`` (the guided tour). The SDK never imports this package.
+(drawing them), ``demo`` (the guided tour) and ``fleet`` (``fleet status``: a fleet's
+Redis, read without a ``Client``). The SDK never imports this package.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def _secrets(args: argparse.Namespace) -> tuple[str, ...]:
     values = (
         getattr(args, "token", None),
         getattr(args, "api_key_secret", None),
+        getattr(args, "webhook_secret", None),
         os.environ.get("SVC_API_TOKEN"),
         os.environ.get("SVC_API_KEY_SECRET"),
     )
@@ -93,6 +95,10 @@ def make_client(args: argparse.Namespace) -> Client:
 
 async def _run(args: argparse.Namespace, ui: Ui) -> Outcome:
     """Run the command under ``--timeout``; a job it saw is kept for printing on failure."""
+    if args.command == "fleet":  # no Client: it reads the fleet's Redis
+        from .fleet import fleet_command
+
+        return await fleet_command(args, ui)
     command = COMMANDS[(args.command, getattr(args, "jobs_command", None))]
     async with make_client(args) as svc:
         deadline = asyncio.timeout(args.timeout)

@@ -20,7 +20,8 @@ exit codes:
   3    authentication or permission refused (HTTP 401/403)
   4    not found (HTTP 404)
   5    other error answer (4xx/5xx, rate limit), or a create not confirmed
-  6    network failure, request timeout, or --timeout passed
+  6    network failure, request timeout, --timeout passed, or the fleet's
+       Redis unreachable (fleet status)
   7    the service's answer could not be decoded
   8    jobs wait / --wait ran out of time (the job is still printed)
   130  interrupted (Ctrl-C)
@@ -34,7 +35,8 @@ form, dates as ISO 8601 strings); --table prints tables for people instead.
 Progress goes to stderr when it is a terminal; errors are one line on stderr.
 
 Connection options fall back to the environment: SVC_BASE_URL, SVC_ACCOUNT_URL,
-SVC_API_TOKEN, SVC_API_KEY_ID and SVC_API_KEY_SECRET.
+SVC_API_TOKEN, SVC_API_KEY_ID and SVC_API_KEY_SECRET (and SVC_FLEET_URL for
+fleet status).
 """
 
 _EPILOG = (
@@ -46,6 +48,7 @@ examples:
   svc-async entries --event 7 --since 2024-10-01T00:00:00Z
   svc-async jobs search --tag Seniors --status Processed --all
   svc-async fake --job-delay 5
+  svc-async fleet status --account acme --table
   svc-async demo
 """
 )
@@ -366,6 +369,62 @@ def _jobs_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action.set_defaults(command_parser=action)
 
 
+_FLEET_STATUS = """\
+Read a fleet's Redis and print, for one namespace or every one found: the
+shared rate budget (limit, granted, remaining, calls in flight, lapsed leases,
+the window's end), the delivery streams (length, unread, pending, the oldest
+pending), their consumers (live or dead), job wake-up listeners and the memory
+the namespace's keys use. Ages are on the Redis server's clock. Nothing is
+changed. Anything that needs a look comes with advice: "notes" in the JSON,
+lines under the tables with --table.
+
+Which namespace: --account NAME (clients and receivers given account=NAME),
+--webhook-secret (a receiver without an account), or --base-url with the
+connection options' credential (a client without an account); none of them:
+every namespace in the Redis. Secrets and the URL's password are never shown.
+"""
+
+
+def _fleet_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    fleet = commands.add_parser(
+        "fleet",
+        help="a fleet's shared state in Redis (status)",
+        description="What the processes of a fleet share in Redis.",
+    )
+    sub = fleet.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
+    status = sub.add_parser(
+        "status",
+        parents=[_output_options()],
+        help="the budget, consumers, pending deliveries, Redis memory",
+        description=_FLEET_STATUS,
+        formatter_class=_Formatter,
+        epilog="examples:\n"
+        "  svc-async fleet status --fleet redis://redis.internal:6379/0 --table\n"
+        "  svc-async fleet status --account acme --claim-after 60\n"
+        "  svc-async fleet status --account acme | jq '.namespaces[].notes'",
+    )
+    status.add_argument("--fleet", metavar="URL", help="the fleet's Redis URL (SVC_FLEET_URL)")
+    which = status.add_mutually_exclusive_group()
+    which.add_argument("--account", metavar="NAME", help="the account name the fleet was given")
+    which.add_argument(
+        "--webhook-secret",
+        metavar="SECRET",
+        help="a receiver's webhook secret (never shown; the command line is visible)",
+    )
+    status.add_argument(
+        "--claim-after",
+        type=seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="the receivers' claim_after: a consumer idle longer with deliveries"
+        " pending is dead (30)",
+    )
+    status.add_argument(
+        "--json", action="store_true", help="print JSON (the default; not with --table)"
+    )
+    status.set_defaults(command_parser=status)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line."""
     parser = argparse.ArgumentParser(
@@ -416,6 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (events, entries):
         command.set_defaults(command_parser=command)
     _jobs_parser(commands)
+    _fleet_parser(commands)
 
     fake = commands.add_parser(
         "fake",

@@ -86,6 +86,16 @@ def check_args(args: argparse.Namespace, parser_error: Callable[[str], None]) ->
         parser_error("--license-file and --license-source-name need --license-source")
     if creating and args.start > args.end:
         parser_error(f"--start/--end: --start {args.start} is after --end {args.end}")
+    if args.command == "fleet":
+        _fleet_args(args, parser_error)
+
+
+def _fleet_args(args: argparse.Namespace, parser_error: Callable[[str], None]) -> None:
+    if args.json and args.table:
+        parser_error("--json and --table: choose one")
+    if args.base_url is not None and (args.account is not None or args.webhook_secret):
+        which = "--account" if args.account is not None else "--webhook-secret"
+        parser_error(f"--base-url and {which} name different namespaces: choose one")
 
 
 async def orgs(svc: Client, args: argparse.Namespace, ui: Ui) -> Outcome:

@@ -7,6 +7,7 @@ from enum import IntEnum
 from ..errors import (
     APIError,
     AuthenticationError,
+    FleetStoreError,
     JobWaitTimeout,
     NotFoundError,
     PermissionDeniedError,
@@ -48,7 +49,7 @@ def exit_code_for(exc: BaseException) -> ExitCode:
         return ExitCode.NOT_FOUND
     if isinstance(exc, JobWaitTimeout):
         return ExitCode.WAIT_TIMEOUT
-    if isinstance(exc, TransportError | CommandTimeout):
+    if isinstance(exc, TransportError | CommandTimeout | FleetStoreError):
         return ExitCode.NETWORK
     if isinstance(exc, ResponseDecodeError):
         return ExitCode.BAD_RESPONSE
@@ -74,6 +75,8 @@ def describe(exc: BaseException) -> str:
         return f"{text} (this account may not access it)"
     if isinstance(exc, TransportError):
         return f"network: {text}"
+    if isinstance(exc, FleetStoreError):
+        return f"{text} (check --fleet / SVC_FLEET_URL)"
     if isinstance(exc, ResponseDecodeError):
         return f"bad response: {text}"
     if isinstance(exc, APIError):

@@ -19,8 +19,7 @@ def fleet_url(url: str | None) -> str | None:
         url = os.environ.get("SVC_FLEET_URL") or None
     if url is None:
         return None
-    if not isinstance(url, str):
-        raise TypeError("fleet must be a redis:// URL string")
-    if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise ValueError("fleet must be a redis://, rediss:// or unix:// URL")
+    from .connect import check_url  # no redis import: the URL is only parsed
+
+    check_url(url)
     return url

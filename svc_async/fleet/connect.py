@@ -18,11 +18,12 @@ percent-encoded, as in any URL):
     0 only). ``rediss+cluster://`` over TLS.
 
 Query options: ``ssl_ca_certs``, ``ssl_certfile``, ``ssl_keyfile``, ``ssl_password``
-(file paths and the key's passphrase), ``ssl_cert_reqs`` (``required``, the default;
-``optional``; ``none``) and ``ssl_check_hostname`` (``true``/``false``) with a TLS scheme
-only; ``sentinel_username``/``sentinel_password`` with a Sentinel scheme only;
-``client_name`` and (``redis``, ``rediss``, ``unix``) ``db`` with any. Anything else is
-a ``ValueError``: the fleet sets its own timeouts and retries.
+(file paths and the key's passphrase; not for a Cluster), ``ssl_cert_reqs``
+(``required``, the default; ``optional``; ``none``) and ``ssl_check_hostname``
+(``true``/``false``) with a TLS scheme only; ``sentinel_username`` and
+``sentinel_password`` with a Sentinel scheme only; ``client_name`` with any, and ``db``
+with ``redis``, ``rediss`` and ``unix``. Anything else is a ``ValueError``: the fleet
+sets its own timeouts and retries.
 
 No error message, repr or log line shows a password or a query value: ``describe``
 gives a URL fit to show.
@@ -49,8 +50,8 @@ SCHEMES = (
 
 _TLS_OPTIONS = frozenset(
     {"ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_password", "ssl_cert_reqs"}
-    | {"ssl_check_hostname"}
 )
+_TLS_OPTIONS |= {"ssl_check_hostname"}
 _SENTINEL_OPTIONS = frozenset({"sentinel_username", "sentinel_password"})
 _CERT_REQS = ("required", "optional", "none")
 _BOOLS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
@@ -117,7 +118,8 @@ def parse_url(url: object) -> Target:
         raise ValueError("fleet must be a " + ", ".join(s[:-3] for s in SCHEMES) + " URL")
     if "@" in _after_authority(url):
         raise ValueError(
-            "fleet URL has an '@' after its host: percent-encode a password's '/', '?' or '#'"
+            "fleet URL has an '@' after its host: percent-encode it (%40), and a password's"
+            " '/', '?' and '#'"
         )
     try:
         parts = urlsplit(url)
@@ -130,7 +132,7 @@ def parse_url(url: object) -> Target:
     tls = base == "rediss"
     userinfo, _, hosts = parts.netloc.rpartition("@")
     username, password = _userinfo(userinfo)
-    options = _options(parts.query, kind=kind, tls=tls, unix=base == "unix")
+    options = _options(parts.query, kind=kind, tls=tls)
     db = options.pop("db", 0)
     nodes: tuple[tuple[str, int], ...] = ()
     socket = master = None
@@ -144,7 +146,8 @@ def parse_url(url: object) -> Target:
         nodes = tuple(_node(node, default) for node in hosts.split(","))
         if len(nodes) > 1 and kind == "server":
             raise ValueError(
-                f"a {base} fleet URL names one host; several: redis+sentinel, +cluster"
+                f"a {base}:// fleet URL names one host (several: {base}+sentinel:// with"
+                f" the master's name, or {base}+cluster://)"
             )
         segments = [s for s in path.split("/") if s]
         if kind == "sentinel":
@@ -192,7 +195,7 @@ def _db(text: str) -> int:
     return int(text)
 
 
-def _options(query: str, *, kind: Kind, tls: bool, unix: bool) -> dict[str, Any]:
+def _options(query: str, *, kind: Kind, tls: bool) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for name, value in parse_qsl(query, keep_blank_values=True):
         if name in options:
@@ -201,6 +204,11 @@ def _options(query: str, *, kind: Kind, tls: bool, unix: bool) -> dict[str, Any]
             raise ValueError(f"fleet URL option {name!r} needs a TLS scheme (rediss...)")
         if name in _SENTINEL_OPTIONS and kind != "sentinel":
             raise ValueError(f"fleet URL option {name!r} needs a Sentinel URL")
+        if name == "ssl_password" and kind == "cluster":  # redis-py's cluster client has none
+            raise ValueError(
+                "fleet URL option 'ssl_password' is not for a Cluster: use a key file"
+                " without a passphrase"
+            )
         if name == "db" and kind == "server":
             options[name] = _db(value)
         elif name == "ssl_cert_reqs":
@@ -220,9 +228,8 @@ def _options(query: str, *, kind: Kind, tls: bool, unix: bool) -> dict[str, Any]
                 | (_SENTINEL_OPTIONS if kind == "sentinel" else set())
                 | ({"db"} if kind == "server" else set())
             )
-            raise ValueError(
-                f"fleet URL option {name[:40]!r} unknown here (known: {', '.join(known)})"
-            )
+            shown = repr(name) if name.isidentifier() and len(name) <= 40 else "(unreadable)"
+            raise ValueError(f"fleet URL option {shown} unknown here (known: {', '.join(known)})")
     return options
 
 
@@ -281,15 +288,24 @@ def _connection(target: Target, timeout: float) -> dict[str, Any]:
 
 
 def _sentinel_master(target: Target, timeout: float) -> Any:
-    """The client of the master the Sentinels name, closing the Sentinel clients too."""
-    from redis.asyncio.sentinel import Sentinel
+    """The client of the master the Sentinels name, closing the Sentinel clients too.
 
-    sentinel: Any = Sentinel(
+    The Sentinels are asked in turn (one that answered first from then on), each for at
+    most a share of ``timeout``, so that with every Sentinel but the last one silent
+    the master is still found, and reached, within ``timeout``.
+    """
+    from redis.asyncio import sentinel as redis_sentinel
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
+    share = timeout / (len(target.nodes) + 1)
+    sentinels: Any = redis_sentinel.Sentinel  # untyped in redis-py
+    sentinel: Any = sentinels(
         list(target.nodes),
         sentinel_kwargs={
-            "socket_timeout": timeout,
-            "socket_connect_timeout": timeout,
-            "retry": _retry(),
+            "socket_timeout": share,
+            "socket_connect_timeout": share,
+            "retry": Retry(NoBackoff(), 0),  # the next Sentinel is the retry
             "health_check_interval": 0,
             "username": target.options.get("sentinel_username"),
             "password": target.options.get("sentinel_password"),
@@ -328,19 +344,64 @@ def _sentinel_class() -> Any:
 
 
 def _cluster(target: Target, timeout: float) -> Any:
-    from redis.asyncio.cluster import ClusterNode, RedisCluster
+    from redis.asyncio.cluster import ClusterNode
 
-    connection = _connection(target, timeout)
-    return RedisCluster(
+    return _cluster_class()(
         startup_nodes=[ClusterNode(host, port) for host, port in target.nodes],
-        **connection,
+        **_connection(target, timeout),
     )
 
 
+_CLUSTER_CLASS: Any = None
+
+
+def _cluster_class() -> Any:
+    """``redis.asyncio.RedisCluster`` as the store needs it (made on first use).
+
+    * A cluster it cannot reach raises ``ConnectionError`` (a ``RedisError``, as any
+      other client's outage), not redis-py's ``RedisClusterException``.
+    * ``pubsub()`` (redis-py 8.0 and newer; older ones: ``ImportError``) works before any
+      other command: redis-py 8.1's picks the node of the channel's slot from a slot
+      table that the first command fills (else ``KeyError``), so it fills it first. A
+      message published on any node reaches every node.
+    """
+    global _CLUSTER_CLASS
+    if _CLUSTER_CLASS is None:
+        import redis.asyncio.cluster as redis_cluster
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import RedisClusterException
+
+        if not hasattr(redis_cluster, "ClusterPubSub"):
+            raise ImportError("a redis+cluster fleet URL needs redis-py 8.0 or newer")
+        from redis.asyncio.cluster import ClusterPubSub, RedisCluster
+
+        class FleetClusterPubSub(ClusterPubSub):
+            async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    await self.cluster.initialize()
+                    return await super().execute_command(*args, **kwargs)
+                except RedisClusterException as exc:
+                    raise RedisConnectionError(f"Redis Cluster unavailable: {exc}") from exc
+
+        class FleetCluster(RedisCluster):
+            async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await super().execute_command(*args, **kwargs)
+                except RedisClusterException as exc:
+                    raise RedisConnectionError(f"Redis Cluster unavailable: {exc}") from exc
+
+            def pubsub(self, *args: Any, **kwargs: Any) -> Any:
+                return FleetClusterPubSub(self, *args, **kwargs)
+
+        _CLUSTER_CLASS = FleetCluster
+    return _CLUSTER_CLASS
+
+
 def store_errors() -> tuple[type[BaseException], ...]:
-    """What a store command may raise when Redis is away or failing: redis-py's errors,
-    its cluster client's ``RedisClusterException`` (no ``RedisError``: all nodes
-    unreachable), OS errors and timeouts."""
+    """What a store command may raise when Redis is away or failing: redis-py's errors
+    (a cluster client's outage included: ``redis_client`` turns redis-py's
+    ``RedisClusterException`` into a ``ConnectionError``; it is listed too for a pipeline,
+    which raises it as it is), OS errors and timeouts."""
     from redis.exceptions import RedisClusterException, RedisError
 
     return (RedisError, RedisClusterException, OSError, TimeoutError)

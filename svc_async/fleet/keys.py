@@ -56,8 +56,15 @@ class Keys:
         return f"{self.prefix}seen:{slot}"
 
     def order(self, subject: str) -> str:
-        """Hash: ``seq`` (deliveries of a subject enqueued) and ``done`` (settled)."""
+        """Hash: ``seq`` (deliveries of a subject added), ``done`` (settled) and ``gen``
+        (which life of the hash: it goes once all of the subject's are settled)."""
         return f"{self.prefix}order:{subject}"
+
+    @property
+    def epoch(self) -> str:
+        """String: a random name this namespace's store got at its first delivery (an
+        empty restart gives it a new one: what was in it is lost)."""
+        return self.prefix + "epoch"
 
     @property
     def channel(self) -> str:

@@ -18,13 +18,9 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-__all__ = ["Seal", "Unopenable"]
+__all__ = ["Seal"]
 
 _NONCE = 12
-
-
-class Unopenable(Exception):
-    """A sealed body this replica holds no key for, or one that was tampered with."""
 
 
 class Seal:
@@ -48,9 +44,9 @@ class Seal:
         nonce = os.urandom(_NONCE)
         return nonce + self._aead.encrypt(nonce, plain, self.kid.encode())
 
-    def open(self, sealed: bytes) -> bytes:
-        """What ``seal`` sealed; ``Unopenable`` if it was not sealed with this key."""
+    def open(self, sealed: bytes) -> bytes | None:
+        """What ``seal`` sealed; None if it was sealed with another key, or altered."""
         try:
             return self._aead.decrypt(sealed[:_NONCE], sealed[_NONCE:], self.kid.encode())
-        except (InvalidTag, ValueError) as exc:
-            raise Unopenable("sealed with another key, or altered") from exc
+        except (InvalidTag, ValueError):
+            return None

@@ -6,7 +6,8 @@ back to local behaviour, and the first failure of an outage logs one WARNING. Wh
 store is down it is tried again at most once per ``retry_every`` seconds; the first
 success logs an INFO line and the fleet rejoins.
 
-Only the store's own failure marks it down. A caller in a hurry passes ``wait``: it
+Only the store's own failure marks it down (not a process busy with more than
+``MAX_COMMANDS`` commands at once, which wait their turn). A caller in a hurry passes ``wait``: it
 stops waiting after that many seconds (and carries on without the store), while the
 command runs on under the store's own timeout and decides alone whether the store is
 slow. A command that started before the last recovery cannot open a second outage with
@@ -23,11 +24,10 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from redis.exceptions import RedisError
+from redis.exceptions import MaxConnectionsError, RedisError
 
 from ..clock import SYSTEM_CLOCK, Clock
-from ..redact import redact_url
-from .connect import check_url, redis_client
+from .connect import check_url, describe, redis_client
 from .keys import account_namespace
 
 __all__ = ["DEFAULT_TIMEOUT", "Store", "account_namespace", "credential_identity"]
@@ -40,6 +40,10 @@ DEFAULT_TIMEOUT = 0.5
 """Seconds one store command may take before the fleet acts without it."""
 
 _RETRY_EVERY = 1.0
+
+MAX_COMMANDS = 64
+"""Commands a process runs on the store at once; the rest wait their turn (redis-py's
+pool holds 100 connections, and a full pool is an error, not a wait)."""
 
 _FAILURES = (RedisError, OSError, TimeoutError)
 
@@ -100,10 +104,11 @@ class Store:
         """Recoveries so far: a command remembers the one it started in."""
         self.outages = 0
         self._late: set[asyncio.Task[Any]] = set()
+        self._slots = asyncio.Semaphore(MAX_COMMANDS)
 
     def __repr__(self) -> str:
         state = "up" if self.up else "down"
-        return f"<Store {redact_url(self.url)} {state}>"
+        return f"<Store {describe(self.url)} {state}>"
 
     @property
     def available(self) -> bool:
@@ -146,14 +151,23 @@ class Store:
         epoch = self._epoch
         try:
             async with asyncio.timeout(bound):
+                await self._slots.acquire()
+        except TimeoutError:
+            return None  # this process is busy with the store: not the store's failure
+        try:
+            async with asyncio.timeout(bound):
                 result = await command(self.redis)
+        except MaxConnectionsError:
+            return None  # the pool is full here (the slots keep it from it): not an outage
         except _FAILURES as exc:
             self._failed(exc, epoch)
             return None
+        finally:
+            self._slots.release()
         if not self.up:
             self.up = True
             self._epoch += 1
-            logger.info("fleet store %s is back: sharing state again", redact_url(self.url))
+            logger.info("fleet store %s is back: sharing state again", describe(self.url))
         return result
 
     def _hand_late(
@@ -175,7 +189,7 @@ class Store:
             self.outages += 1
             logger.warning(
                 "fleet store %s unavailable (%s); carrying on locally until it is back",
-                redact_url(self.url),
+                describe(self.url),
                 type(exc).__name__,
             )
 

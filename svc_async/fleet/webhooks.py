@@ -49,7 +49,7 @@ from ..converter import unstructure
 from ..errors import WebhookPayloadError
 from ..retry import RetryPolicy
 from .keys import GROUP, KINDS, Keys
-from .seal import Seal, Unopenable
+from .seal import Seal
 from .store import Store, cancel_and_wait
 from .wake import JobWake
 
@@ -59,7 +59,8 @@ DEDUPE_WINDOW = 600.0
 """Seconds a delivery slot is remembered fleet-wide after it was claimed."""
 
 _ORDER_TTL_MS = 6 * 3600 * 1000
-"""How long a subject's order and an unread stream outlive their last delivery."""
+"""How long an unread stream, and the order of a subject with deliveries still unsettled,
+outlive their last delivery (a subject with none left has no order kept at all)."""
 
 _BLOCK_MS = 200
 _BATCH = 32
@@ -79,18 +80,25 @@ return 1
 """
 
 _ENQUEUE = """
--- KEYS: stream, order; ARGV: ttl ms, group, then the entry's fields
+-- KEYS: stream, order, epoch; ARGV: ttl ms, group, epoch if new, gen if new, then fields
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[2], '0', 'MKSTREAM')
 end
+local epoch = redis.call('GET', KEYS[3])
+if not epoch then
+  epoch = ARGV[3]
+  redis.call('SET', KEYS[3], epoch)
+end
+redis.call('PEXPIRE', KEYS[3], ARGV[1])
 local seq = redis.call('HINCRBY', KEYS[2], 'seq', 1)
-if seq == 1 then redis.call('HSET', KEYS[2], 'done', 0) end
+if seq == 1 then redis.call('HSET', KEYS[2], 'done', 0, 'gen', ARGV[4]) end
+local gen = redis.call('HGET', KEYS[2], 'gen')
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
-local fields = {'seq', seq}
-for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
+local fields = {'seq', seq, 'gen', gen}
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
 local id = redis.call('XADD', KEYS[1], '*', unpack(fields))
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return {id, seq}
+return {id, seq, epoch, gen}
 """
 
 _PREPARE = """
@@ -109,22 +117,42 @@ return out
 """
 
 _SETTLE = """
--- KEYS: stream, order; ARGV: group, entry id, seq
+-- KEYS: stream, order; ARGV: group, entry id, seq, gen
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])
-local done = tonumber(redis.call('HGET', KEYS[2], 'done'))
-if done and done < tonumber(ARGV[3]) then redis.call('HSET', KEYS[2], 'done', ARGV[3]) end
+local o = redis.call('HMGET', KEYS[2], 'done', 'seq', 'gen')
+if o[3] ~= ARGV[4] then return 1 end  -- the subject's order has moved on meanwhile
+local done = math.max(tonumber(o[1]), tonumber(ARGV[3]))
+if done >= tonumber(o[2]) then
+  redis.call('DEL', KEYS[2])  -- all of the subject's settled: nothing to order now
+else
+  redis.call('HSET', KEYS[2], 'done', done)
+end
 return 1
 """
 
 _SWEEP = """
--- KEYS: order keys; ARGV: their seqs. 1: settled, 0: not yet, -1: the store lost it
+-- KEYS: the epoch, then pairs of (order key, stream); ARGV: for each pair its seq,
+-- entry id, epoch and gen. 1: settled; 0: not yet; -1: the store lost it (restarted
+-- empty, or failed over before the entry reached the replica now in charge)
+local epoch = redis.call('GET', KEYS[1])
 local out = {}
-for i, key in ipairs(KEYS) do
-  local done = tonumber(redis.call('HGET', key, 'done'))
-  if not done then out[i] = -1
-  elseif done >= tonumber(ARGV[i]) then out[i] = 1
-  else out[i] = 0 end
+for i = 2, #KEYS, 2 do
+  local a = (i - 2) * 2 + 1
+  local seq, id = tonumber(ARGV[a]), ARGV[a + 1]
+  local o = redis.call('HMGET', KEYS[i], 'done', 'gen')
+  local done = tonumber(o[1])
+  local state = 0
+  if epoch ~= ARGV[a + 2] then
+    state = -1
+  elseif not done or o[2] ~= ARGV[a + 3] or done >= seq then
+    state = 1  -- settled (the order of a subject with nothing left is deleted)
+  elseif #redis.call('XRANGE', KEYS[i + 1], id, id) == 0 then
+    state = -1
+    -- next in line: the deliveries after it need not wait for its copy, added anew
+    if done == seq - 1 then redis.call('HSET', KEYS[i], 'done', seq) end
+  end
+  out[#out + 1] = state
 end
 return out
 """
@@ -205,6 +233,7 @@ class _Held:
     entry_id: bytes
     order: str
     seq: int
+    gen: bytes
 
 
 @attrs.define(eq=False)
@@ -212,8 +241,12 @@ class _Sent:
     """A delivery this replica added to a stream, kept until it settled anywhere."""
 
     job: DeliveryJob
+    stream: str
+    entry_id: bytes
     order: str
     seq: int
+    epoch: bytes
+    gen: bytes
     added: float
 
 
@@ -305,12 +338,14 @@ class FleetDispatcher:
             job.key.subject,
         ]
         fields += ["kid", seal.kid if seal is not None else "", "body", sealed]
-        args = [_ORDER_TTL_MS, GROUP, *fields]
+        args = [_ORDER_TTL_MS, GROUP, os.urandom(8).hex(), os.urandom(8).hex(), *fields]
         script = self._enqueue
-        answer = await self.store.run(lambda r: script(keys=[stream, order], args=args, client=r))
+        names = [stream, order, keys.epoch]
+        answer = await self.store.run(lambda r: script(keys=names, args=args, client=r))
         if answer is None:
             return None
-        return _Sent(job, order, int(answer[1]), self.clock.now())
+        entry_id, seq, epoch, gen = answer
+        return _Sent(job, stream, entry_id, order, int(seq), epoch, gen, self.clock.now())
 
     # ------------------------------------------------------------ reading
 
@@ -362,7 +397,8 @@ class FleetDispatcher:
             if job is None:
                 continue
             order = Keys(scope).order(job.key.subject)
-            self._held[job] = _Held(stream, entry_id, order, int(fields.get("seq", b"0")))
+            seq, gen = int(fields.get("seq", b"0")), fields.get("gen", b"")
+            self._held[job] = _Held(stream, entry_id, order, seq, gen)
             self.local.submit(job)
 
     def _job_of(self, scope: str, fields: Mapping[str, bytes]) -> DeliveryJob | None:
@@ -370,12 +406,14 @@ class FleetDispatcher:
         that can: another key sealed it) or nobody can (unreadable: logged)."""
         kid = fields.get("kid", b"").decode()
         try:
-            body = fields["body"]
+            body: bytes | None = fields["body"]
             if kid:
                 seal = self.seals.get(kid)
                 if seal is None:
                     return None  # sealed with a secret this replica does not hold
-                body = seal.open(body)
+                body = seal.open(fields["body"])
+            if body is None:
+                raise WebhookPayloadError("sealed body altered")
             update = parse_delivery(body)
             key = DeliveryKey(
                 slot=fields["slot"].decode(),
@@ -384,7 +422,7 @@ class FleetDispatcher:
                 scope=scope,
                 kid=kid,
             )
-        except (Unopenable, WebhookPayloadError, KeyError, UnicodeDecodeError):
+        except (WebhookPayloadError, KeyError, UnicodeDecodeError):
             logger.error("fleet delivery unreadable in %s; left pending", scope)
             return None
         job = self._make_job(key, update)
@@ -407,10 +445,14 @@ class FleetDispatcher:
         give_up = self.clock.now() + max(4 * self.claim_after, 5.0)
         order = held.order
         while self.clock.now() < give_up:
-            done = await self.store.run(lambda r: r.hget(order, "done"))
-            if done is None and not self.store.up:
-                return  # no store: no fleet-wide order to keep
-            if done is None or int(done) >= held.seq - 1:
+            state = await self.store.run(lambda r: r.hmget(order, "done", "gen"))
+            if state is None:
+                if not self.store.up:
+                    return  # no store: no fleet-wide order to keep
+                continue
+            done, gen = state
+            # gone, or a later life of it: everything before this one has settled
+            if done is None or gen != held.gen or int(done) >= held.seq - 1:
                 return
             await self.clock.sleep(0.02)
         logger.warning("fleet delivery ran before the one ahead of it settled (%s)", order)
@@ -424,7 +466,7 @@ class FleetDispatcher:
                 self._spawn(self._settled(held))  # at close, unfinished: left for another
 
     async def _settled(self, held: _Held) -> None:
-        args = [GROUP, held.entry_id, held.seq]
+        args = [GROUP, held.entry_id, held.seq, held.gen]
         script = self._settle_script
         keys = [held.stream, held.order]
         await self.store.run(lambda r: script(keys=keys, args=args, client=r))
@@ -466,13 +508,14 @@ class FleetDispatcher:
         by_scope: dict[str, list[_Sent]] = {}
         for item in self._sent.values():  # one script per scope: one cluster slot each
             by_scope.setdefault(item.job.key.scope, []).append(item)
-        for sent in by_scope.values():
-            await self._sweep_scope(sent)
+        for scope, sent in by_scope.items():
+            await self._sweep_scope(scope, sent)
 
-    async def _sweep_scope(self, sent: list[_Sent]) -> None:
-        keys, seqs = [s.order for s in sent], [s.seq for s in sent]
+    async def _sweep_scope(self, scope: str, sent: list[_Sent]) -> None:
+        keys = [Keys(scope).epoch, *(key for s in sent for key in (s.order, s.stream))]
+        args = [arg for s in sent for arg in (s.seq, s.entry_id, s.epoch, s.gen)]
         script = self._sweep
-        states = await self.store.run(lambda r: script(keys=keys, args=seqs, client=r))
+        states = await self.store.run(lambda r: script(keys=keys, args=args, client=r))
         if states is None:
             return
         for item, state in zip(sent, states, strict=True):

@@ -28,9 +28,9 @@ from .service import FakeService
 async def _worker(url: str, fleet: str | None, calls: int, concurrency: int) -> None:
     async with Client(url, token=FakeService.DEFAULT_TOKEN, fleet=fleet or None) as svc:
         if fleet:
-            from redis.asyncio import Redis
+            from ..fleet.connect import redis_client
 
-            probe = Redis.from_url(fleet)
+            probe = redis_client(fleet, timeout=5.0)
             await probe.ping()  # connected before the start, like a warm process
             await probe.aclose()
         print("ready", flush=True)
