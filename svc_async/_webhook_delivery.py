@@ -200,13 +200,16 @@ class LocalDispatcher:
     def pending(self) -> int:
         return len(self._tasks)
 
-    def submit(self, job: DeliveryJob) -> None:
-        before = self._last.get(job.key.subject)
+    def submit(self, job: DeliveryJob, *, in_order: bool = True) -> None:
+        """Run ``job``: after the job before it about its subject when ``in_order``
+        (False: the caller keeps the order itself, as a fleet does across replicas)."""
+        before = self._last.get(job.key.subject) if in_order else None
         task = asyncio.get_running_loop().create_task(self._run(job, before))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        self._last[job.key.subject] = task
-        task.add_done_callback(lambda done: self._forget(job.key.subject, done))
+        if in_order:
+            self._last[job.key.subject] = task
+            task.add_done_callback(lambda done: self._forget(job.key.subject, done))
 
     def _forget(self, subject: str, done: asyncio.Task[None]) -> None:
         if self._last.get(subject) is done:

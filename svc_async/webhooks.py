@@ -181,13 +181,13 @@ class WebhookReceiver:
     callback attempts run (default: the system clock).
 
     ``fleet`` (default ``SVC_FLEET_URL``), a Redis URL, makes replicas act as one
-    (``svc_async.fleet.webhooks``): deduplicated fleet-wide within ``dedupe_window``
-    seconds, callbacks run by one replica that has them (a crashed one's taken over after
-    ``claim_after`` seconds; a live one's never), in order per job, and ``jobs.wait``
-    woken in every process. Replicas that share a secret share its deliveries, through a
-    rotation too; ``account`` (any name: the same one on every replica and on
-    ``Client(account=...)``) puts all of them in the account's namespace instead, where a
-    fleet client alone wakes on them.
+    (``svc_async.fleet.webhooks``): deduplicated fleet-wide over the last ``dedupe_size``
+    deliveries within ``dedupe_window`` seconds, callbacks run by one replica that has
+    them (a crashed one's taken over after ``claim_after`` seconds; a live one's never),
+    in order per job, and ``jobs.wait`` woken in every process. Replicas that share a
+    secret share its deliveries, through a rotation too; ``account`` (any name: the same
+    one on every replica and on ``Client(account=...)``) puts all of them in the
+    account's namespace instead, where a fleet client alone wakes on them.
     """
 
     def __init__(
@@ -257,6 +257,7 @@ class WebhookReceiver:
                 kinds=self._kinds,  # a waiter's receiver takes no delivery at all
                 claim_after=claim_after,
                 dedupe_window=dedupe_window,
+                dedupe_size=dedupe_size,
             )
             self._dispatcher = self._fleet.dispatcher
         self._callbacks: list[StatusCallback] = []

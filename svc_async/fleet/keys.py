@@ -51,9 +51,15 @@ class Keys:
         """Stream: the deliveries of one kind (``KINDS``) waiting for or in a replica."""
         return f"{self.prefix}deliveries:{kind}"
 
-    def seen(self, slot: str) -> str:
-        """String: the version of a delivery slot claimed lately (the dedupe window)."""
-        return f"{self.prefix}seen:{slot}"
+    @property
+    def seen(self) -> str:
+        """Hash: the version of each delivery slot claimed lately (the dedupe window)."""
+        return self.prefix + "seen"
+
+    @property
+    def seen_ages(self) -> str:
+        """Sorted set: the same slots, scored by when they were claimed (ms)."""
+        return self.prefix + "seen:ages"
 
     def order(self, subject: str) -> str:
         """Hash: ``seq`` (deliveries of a subject added), ``done`` (settled) and ``gen``

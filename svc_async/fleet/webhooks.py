@@ -69,13 +69,34 @@ _DEAD_CONSUMER_MS = 600_000
 """A consumer idle this long with nothing pending is a replica gone: forgotten."""
 
 _CLAIM = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+-- KEYS: seen (slot -> version), seen:ages (slot by claim time); ARGV: slot, version,
+-- window ms, size. The window keeps the last ``size`` slots of the last ``window`` ms.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[3]),
+  'LIMIT', 0, 256)
+for _, slot in ipairs(old) do
+  redis.call('HDEL', KEYS[1], slot)
+  redis.call('ZREM', KEYS[2], slot)
+end
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], now, ARGV[1])
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
+if over > 0 then
+  local gone = redis.call('ZPOPMIN', KEYS[2], over)
+  for i = 1, #gone, 2 do redis.call('HDEL', KEYS[1], gone[i]) end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1
 """
 
 _RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
 return 1
 """
 
@@ -195,34 +216,43 @@ def _wire(update: Delivery) -> bytes:
 
 
 class FleetLedger:
-    """The dedupe window of every replica, in Redis (``DeliveryLedger``); this process's
-    own window (``local``) answers while the store is away."""
+    """The dedupe window of every replica, in Redis (``DeliveryLedger``): the last
+    ``size`` delivery slots claimed within ``window`` seconds, so Redis holds a bounded
+    window, never the history. This process's own window (``local``, of the same size)
+    answers while the store is away."""
 
-    def __init__(
-        self, store: Store, local: MemoryLedger | None = None, window: float = DEDUPE_WINDOW
-    ) -> None:
+    def __init__(self, store: Store, *, window: float = DEDUPE_WINDOW, size: int = 10_000) -> None:
         self.store = store
-        self.local = local or MemoryLedger()
+        self.local = MemoryLedger(size)
         self.window_ms = int(window * 1000)
+        self.size = size
         self._claim = store.redis.register_script(_CLAIM)
         self._release = store.redis.register_script(_RELEASE)
 
     async def claim(self, key: DeliveryKey) -> bool:
         """True unless the same delivery was claimed by any replica (or, with the store
         away, by this process) within the window."""
-        keys, args = [Keys(key.scope).seen(key.slot)], [key.version, str(self.window_ms)]
         here = self.local.claim(key)
+        if self.size == 0:
+            return True
+        keys = _seen(key.scope)
+        args = [key.slot, key.version, self.window_ms, self.size]
         answer = await self.store.run(lambda r: self._claim(keys=keys, args=args, client=r))
         return here if answer is None else bool(answer)
 
     async def complete(self, key: DeliveryKey) -> None:
-        """The claim stands for the handled delivery (until the window ends)."""
+        """The claim stands for the handled delivery (until the window passes it)."""
 
     async def release(self, key: DeliveryKey) -> None:
         """Forget a given-up delivery so a redelivery is handled again."""
         self.local.release(key)
-        keys, args = [Keys(key.scope).seen(key.slot)], [key.version]
+        keys, args = _seen(key.scope), [key.slot, key.version]
         await self.store.run(lambda r: self._release(keys=keys, args=args, client=r))
+
+
+def _seen(scope: str) -> list[str]:
+    keys = Keys(scope)
+    return [keys.seen, keys.seen_ages]
 
 
 @attrs.define(eq=False)
@@ -399,7 +429,9 @@ class FleetDispatcher:
             order = Keys(scope).order(job.key.subject)
             seq, gen = int(fields.get("seq", b"0")), fields.get("gen", b"")
             self._held[job] = _Held(stream, entry_id, order, seq, gen)
-            self.local.submit(job)
+            # Ordered by the fleet (``_turn``), not behind this replica's later jobs: a
+            # job taken over from a dead replica may come before one already here.
+            self.local.submit(job, in_order=False)
 
     def _job_of(self, scope: str, fields: Mapping[str, bytes]) -> DeliveryJob | None:
         """The job of a stream entry; None when this replica cannot run it (left for one
@@ -599,12 +631,13 @@ class FleetDeliveries:
         kinds: Callable[[], frozenset[str]],
         claim_after: float = 30.0,
         dedupe_window: float = DEDUPE_WINDOW,
+        dedupe_size: int = 10_000,
     ) -> None:
         self.secrets = tuple(secrets)
         self.seals = [Seal(secret) for secret in self.secrets]
         self._scopes = [scope_for(account, secret) for secret in self.secrets or (b"",)]
         self.store = Store(url, clock=clock)
-        self.ledger = FleetLedger(self.store, window=dedupe_window)
+        self.ledger = FleetLedger(self.store, window=dedupe_window, size=dedupe_size)
         self.dispatcher = FleetDispatcher(
             self.store,
             self._scopes,
