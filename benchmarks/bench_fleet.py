@@ -497,9 +497,22 @@ def memory_summary(mem: dict[str, Any]) -> list[dict[str, Any]]:
     empty = mem["empty_used_memory"]
     label = f"{mem['sizes'][1] // 1000}k / {mem['sizes'][0] // 1000}k"
     ratio = big["keys_bytes"] / small["keys_bytes"]
+
+    # The dedupe window (``seen``) is bounded by its size, not by what is in flight: the
+    # rest is held to the target, the window shown beside it.
+    def rest(snapshot: dict[str, Any]) -> int:
+        return sum(e["bytes"] for kind, e in snapshot["by_kind"].items() if kind != "seen")
+
+    rest_ratio = rest(big) / max(1, rest(small))
     rows = [
         h.figure(
-            f"memory: svc:* keys bytes, {label} deliveries",
+            f"memory: svc:* keys but the dedupe window, {label} deliveries",
+            rest_ratio,
+            target=f"<= {MEMORY_TARGET:g}",
+            met=rest_ratio <= MEMORY_TARGET,
+        ),
+        h.figure(
+            f"memory: svc:* keys bytes, {label} deliveries (dedupe window: <= dedupe_size)",
             ratio,
             target=f"<= {MEMORY_TARGET:g}",
             met=ratio <= MEMORY_TARGET,
