@@ -1,5 +1,11 @@
 """Authentication: an ``Auth`` adds credentials to every request and may renew them.
 
+An auth does no I/O of its own (httpx's auth flow, made async): ``headers()`` gives the
+credentials to send now, and ``flow()`` is an async generator that yields each request
+it needs sent to the account host (``AccountRequest``) and receives its decoded answer,
+so a login or a renewal is driven by the client's pipeline, under the deadline of the
+call that needed it, and never calls back into it.
+
 ``BearerAuth`` and ``HeaderAuth`` are static. ``ApiKeyAuth`` exchanges a key id and
 secret for an access token at the account host, caches it, and renews it once for all
 concurrent callers when the service answers 401.
@@ -8,8 +14,10 @@ concurrent callers when the service answers 401.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol, runtime_checkable
+
+import attrs
 
 from . import _validate
 from .errors import APIError, AuthenticationError, ResponseDecodeError, SvcError
@@ -17,8 +25,18 @@ from .errors import APIError, AuthenticationError, ResponseDecodeError, SvcError
 LOGIN_PATH = "/api/auth/api-key/login"
 REFRESH_PATH = "/api/auth/access-token/refresh"
 
-AccountCall = Callable[[str, Mapping[str, Any]], Awaitable[Any]]
-"""POST a JSON body to a path on the account host without auth; returns decoded JSON."""
+
+@attrs.frozen(slots=True)
+class AccountRequest:
+    """A request an auth's flow needs sent: POST ``body`` as JSON to ``path`` on the
+    account host, without credentials; the flow receives the decoded JSON answer."""
+
+    path: str
+    body: Mapping[str, Any]
+
+
+AuthFlow = AsyncGenerator[AccountRequest, Any]
+"""What ``Auth.flow`` returns: the account-host requests it needs, one at a time."""
 
 
 @runtime_checkable
@@ -29,16 +47,24 @@ class Auth(Protocol):
     so anything built from a server's answer is redacted against them.
     """
 
-    async def headers(self, call: AccountCall) -> Mapping[str, str]:
-        """Headers to add to the next request (may log in first)."""
+    def headers(self) -> Mapping[str, str] | None:
+        """Headers to add to the next request; None when ``flow`` must run first."""
         ...
 
-    async def renew(self, call: AccountCall, rejected: Mapping[str, str]) -> bool:
-        """React to a 401 for a request sent with ``rejected`` headers.
+    def flow(self, rejected: Mapping[str, str] | None = None) -> AuthFlow:
+        """Make credentials ready, yielding each account-host request that takes.
 
-        Return True when new credentials are ready and the request is worth replaying.
+        With ``rejected`` (the headers a 401 refused), renew them, unless another caller
+        already did. A failed request is thrown into the flow, to handle or let through.
+        The request is replayed when ``headers()`` then differs from ``rejected``.
         """
         ...
+
+
+async def _no_requests() -> AuthFlow:
+    """The flow of a static auth: nothing to do, nothing to renew."""
+    return
+    yield  # an async generator that yields nothing
 
 
 class BearerAuth:
@@ -57,13 +83,13 @@ class BearerAuth:
         """The token, for redaction of anything a server echoes back."""
         return (self._headers["Authorization"][len("Bearer ") :],)
 
-    async def headers(self, call: AccountCall) -> Mapping[str, str]:
+    def headers(self) -> Mapping[str, str]:
         """The Authorization header."""
         return self._headers
 
-    async def renew(self, call: AccountCall, rejected: Mapping[str, str]) -> bool:
-        """A static token cannot be renewed."""
-        return False
+    def flow(self, rejected: Mapping[str, str] | None = None) -> AuthFlow:
+        """Nothing to log in to; a static token cannot be renewed."""
+        return _no_requests()
 
 
 class HeaderAuth:
@@ -84,13 +110,13 @@ class HeaderAuth:
         """The header's value, for redaction of anything a server echoes back."""
         return (self._headers[self._name],)
 
-    async def headers(self, call: AccountCall) -> Mapping[str, str]:
+    def headers(self) -> Mapping[str, str]:
         """The configured header."""
         return self._headers
 
-    async def renew(self, call: AccountCall, rejected: Mapping[str, str]) -> bool:
-        """A static header cannot be renewed."""
-        return False
+    def flow(self, rejected: Mapping[str, str] | None = None) -> AuthFlow:
+        """Nothing to log in to; a static header cannot be renewed."""
+        return _no_requests()
 
 
 class ApiKeyAuth:
@@ -129,35 +155,41 @@ class ApiKeyAuth:
             self._lock = asyncio.Lock()
         return self._lock
 
-    async def headers(self, call: AccountCall) -> Mapping[str, str]:
-        """The bearer header, logging in first when there is no token yet."""
+    def headers(self) -> Mapping[str, str] | None:
+        """The bearer header; None before the first login."""
         if self._access is None:
-            async with self._get_lock():
-                if self._access is None:
-                    await self._login(call)
+            return None
         if self._header is None or self._header[0] != self._access:
             self._header = (self._access, {"Authorization": f"Bearer {self._access}"})
         return self._header[1]
 
-    async def renew(self, call: AccountCall, rejected: Mapping[str, str]) -> bool:
-        """Refresh (or log in again) unless another caller already did since ``rejected``."""
+    async def flow(self, rejected: Mapping[str, str] | None = None) -> AuthFlow:
+        """Log in when there is no token; after a 401, refresh (or log in again) unless
+        another caller already did since ``rejected``. One flow at a time: concurrent
+        callers share one login or renewal."""
         async with self._get_lock():
+            if rejected is None:
+                if self._access is None:
+                    self._store((yield self._login_request()))
+                    self.logins += 1
+                return
             if rejected.get("Authorization") != f"Bearer {self._access}":
-                return True
+                return  # renewed meanwhile (or never sent): replay with what there is now
             if self._refresh is not None:
                 try:
-                    self._store(await call(REFRESH_PATH, {"refreshToken": self._refresh}))
+                    self._store(
+                        (yield AccountRequest(REFRESH_PATH, {"refreshToken": self._refresh}))
+                    )
                     self.refreshes += 1
-                    return True
+                    return
                 except (AuthenticationError, APIError, ResponseDecodeError):
-                    pass
-            await self._login(call)
-            return True
+                    pass  # the refresh token is refused: log in again
+            self._access = self._refresh = None
+            self._store((yield self._login_request()))
+            self.logins += 1
 
-    async def _login(self, call: AccountCall) -> None:
-        self._access = self._refresh = None
-        self._store(await call(LOGIN_PATH, {"key": self.key_id, "secret": self._secret}))
-        self.logins += 1
+    def _login_request(self) -> AccountRequest:
+        return AccountRequest(LOGIN_PATH, {"key": self.key_id, "secret": self._secret})
 
     def _store(self, body: Any) -> None:
         access = body.get("accessToken") if isinstance(body, dict) else None

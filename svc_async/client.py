@@ -307,7 +307,7 @@ class Client:
             budget=shared.budget,
             rng=shared.rng,
             transport_cuts=getattr(shared.transport, "enforces_timeout", False) is True,
-            trace=trace,
+            observers=() if trace is None else (trace,),
             clock=clock,
         )
         self._headers = headers
@@ -628,7 +628,7 @@ class Client:
 
 
 def _trace_hook(tracing: object) -> Any:
-    """``Env.trace`` for ``Client(tracing=...)``: None when off (nothing imported)."""
+    """The tracing observer for ``Client(tracing=...)``: None when off (nothing imported)."""
     if tracing is False:
         return None
     if tracing is not True and not callable(getattr(tracing, "get_tracer", None)):

@@ -1,14 +1,20 @@
-"""The life of one call: auth, pacing, sending, observing and retrying under one deadline.
+"""The life of one call: a short loop over named steps, all under the call's deadline.
 
-Two layers, after gidgethub's sans-I/O split:
+Each attempt of a call goes through the same steps, each a function of its own:
 
-* ``decide`` is pure: from the attempt number, what came back (an ``Outcome``), the
-  ``RetryPolicy``, the clock, the deadline and the retry budget it says what happens
-  next (a ``Decision``: return, renew auth, wait and retry, resolve an ambiguous
-  outcome, or raise). It does no I/O and is tested as a table.
-* ``run`` is the one async loop that carries a ``Call`` out through an ``Env`` (the
-  client's transport, auth, pacer and budget) and returns the decoded data, or, when
-  the call asks, a ``Reply``: the data with the metadata of the response that carried it.
+* **credentials**: the auth's headers; when it has none yet, its login *flow* runs
+  first. An auth never sends anything itself: its flow yields the account-host requests
+  it needs and the loop here sends them (httpx's auth flow, made async);
+* **prepare**: the request's headers and time limit, after the pacer lets it go;
+* **exchange**: the send, cut off at the attempt's limit, then what the answer says is
+  observed (the pacer released, the rate limit and Date kept);
+* **decide**: the pure table of ``_decide``: return, renew, retry, hand back, raise;
+* **act**: renew the credentials (the auth's flow again), wait before the next attempt,
+  or hand an ambiguous outcome back to the caller (``Ambiguous``: ``Jobs.create``
+  settles it); nothing here calls back up into the client.
+
+Observers (``CallObserver``: tracing, event hooks) hear each step of a call through the
+``CallWatch`` they return for it; they observe, they never run the call.
 
 A call's body is decoded by its ``decode`` strategy (``decode_json`` by default). A call
 may instead give ``stream_decode``: the pipeline then opens the response as a stream and
@@ -21,11 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import enum
-import functools
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -33,29 +37,51 @@ import orjson
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy, istr
 
-from ._exact_json import has_long_number, loads_exact, too_deep
-from .auth import AccountCall, Auth, secrets_of
+from ._answers import Reply, ResponseMeta, api_error, decode_json, read_exactly
+from ._decide import RENEW, RETURN, Action, Decision, Outcome, decide, outcome_of
+from .auth import AccountRequest, Auth, secrets_of
 from .clock import SYSTEM_CLOCK, Clock
 from .cutoff import Cutoffs
 from .errors import (
-    APIError,
+    AuthenticationError,
     ClientClosedError,
-    ConnectError,
-    LocalProtocolError,
     PacingExceedsDeadline,
     RateLimitError,
     RequestTimeout,
     ResponseDecodeError,
-    ResponseTooLargeError,
     SvcError,
     TransportError,
-    error_class_for,
 )
 from .models import RateLimit
 from .ratelimit import Pacing, parse_rate_limit
-from .redact import redact_text, redact_url, redact_value
-from .retry import RetryBudget, RetryPolicy, server_wait
+from .redact import redact_text, redact_url
+from .retry import RetryBudget, RetryPolicy
 from .transport import Request, Response, StreamingTransport, StreamResponse, Timeout, Transport
+
+__all__ = [
+    "RENEW",
+    "RETURN",
+    "Action",
+    "Ambiguous",
+    "Call",
+    "CallObserver",
+    "CallWatch",
+    "Decision",
+    "Env",
+    "Outcome",
+    "Reply",
+    "ResponseMeta",
+    "Seen",
+    "Tracker",
+    "api_error",
+    "current_deadline",
+    "deadline_scope",
+    "decide",
+    "decode_json",
+    "outcome_of",
+    "read_exactly",
+    "run",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -65,195 +91,15 @@ Decoder = Callable[[Response], Any]
 StreamDecoder = Callable[[StreamResponse], Awaitable[Any]]
 """Turn a streamed 2xx response (body unread) into data, e.g. incrementally."""
 
-Resolver = Callable[[SvcError, "float | None"], Awaitable[Any]]
-"""Settle an ambiguous failure of a call that is unsafe to repeat, before ``deadline``.
 
-Returns the data the call would have returned, or raises (e.g. ``AmbiguousCreateError``).
-"""
+class CallWatch(Protocol):
+    """What an observer hears of one call (returned by ``CallObserver.start``)."""
 
+    def request(self, request: Request) -> None:
+        """An attempt is about to be sent, as ``request``."""
 
-class Action(enum.Enum):
-    """What the pipeline does after an attempt."""
-
-    RETURN = "return"
-    RENEW = "renew"
-    RETRY = "retry"
-    RESOLVE = "resolve"
-    RAISE = "raise"
-
-
-@attrs.frozen(slots=True)
-class Outcome:
-    """What one attempt produced: a status (None: no response) and the failure, if any.
-
-    ``server_wait`` is the positive wait the server named (Retry-After, or the reset on
-    a 429), None when it named no usable one (see ``retry.server_wait``);
-    ``unprocessed`` is True when the answer proves the request was not acted on.
-    """
-
-    status: int | None
-    failure: SvcError | None = None
-    server_wait: float | None = None
-    unprocessed: bool = False
-
-
-@attrs.frozen(slots=True)
-class Decision:
-    """The next step. ``wait`` applies to RETRY; ``spend`` is the retry-budget cost."""
-
-    action: Action
-    wait: float = 0.0
-    spend: int = 0
-    reason: str = ""
-    rate_limited: bool = False
-
-
-RETURN = Decision(Action.RETURN)
-RENEW = Decision(Action.RENEW)
-
-
-def outcome_of(
-    status: int | None,
-    failure: SvcError | None,
-    headers: Mapping[str, str],
-    wall: float | None = None,
-) -> Outcome:
-    """Classify an attempt: did the service certainly not process it?
-
-    Unprocessed: a refused connection (``ConnectError``), a request refused before
-    sending (``LocalProtocolError``), a 429 and a 503 (the service, or the gateway in
-    front of it, refusing before anything starts). Everything else (a
-    500, 502 or 504, a dropped connection, a timeout, a body cut off) may have been
-    processed. ``wall`` is the epoch time a ``Retry-After`` date is read against.
-    """
-    if status is None:
-        unprocessed = isinstance(failure, ConnectError) or (
-            isinstance(failure, TransportError) and not failure.maybe_sent
-        )
-        return Outcome(None, failure, None, unprocessed)
-    wait = server_wait(status, headers, wall) if status >= 300 else None
-    unprocessed = status in (429, 503)
-    return Outcome(status, failure, wait, unprocessed)
-
-
-def decide(
-    *,
-    attempt: int,
-    outcome: Outcome,
-    policy: RetryPolicy,
-    idempotent: bool,
-    now: float,
-    deadline: float | None,
-    backoff: float,
-    budget_tokens: int,
-    budget: RetryBudget,
-    can_renew: bool,
-    can_resolve: bool,
-) -> Decision:
-    """The next step after attempt ``attempt`` (1-based) ended with ``outcome``.
-
-    ``backoff`` is the jittered wait the policy draws for this attempt (drawn by the
-    caller so this stays pure). Rules, in order: 2xx returns; a 401 renews auth once;
-    an oversized body, a request refused locally or a status outside
-    ``policy.statuses`` raises; a failure that may have been processed by a call unsafe
-    to repeat is resolved (when a resolver exists) or raised; a server wait above
-    ``policy.max_server_wait`` raises as a rate limit, however large; then every retry,
-    429s included, needs an attempt left, a wait (``policy.retry_wait``) that ends
-    before the deadline (else it raises at once), and its cost in the retry budget.
-    """
-    status, failure = outcome.status, outcome.failure
-    if failure is None and status is not None and 200 <= status < 300:
-        return RETURN
-    if status == 401 and can_renew:
-        return RENEW
-    if isinstance(failure, ResponseTooLargeError):
-        return Decision(Action.RAISE, reason="too large")
-    if isinstance(failure, LocalProtocolError):
-        return Decision(Action.RAISE, reason="refused locally")
-    if isinstance(failure, APIError) and status not in policy.statuses:
-        return Decision(Action.RAISE, reason=f"HTTP {status}")
-    if not idempotent and not outcome.unprocessed:
-        if can_resolve:
-            return Decision(Action.RESOLVE, reason="ambiguous")
-        return Decision(Action.RAISE, reason="not safe to repeat")
-    server = outcome.server_wait
-    if server is not None and server > policy.max_server_wait:
-        return Decision(Action.RAISE, reason="server wait too long", rate_limited=True)
-    if attempt >= policy.attempts:
-        return Decision(Action.RAISE, reason="attempts spent")
-    wait = policy.retry_wait(attempt, backoff, server, refused=status in (429, 503))
-    if deadline is not None and now + wait >= deadline:
-        return Decision(Action.RAISE, reason="deadline", rate_limited=status == 429)
-    cost = budget.cost(timeout=isinstance(failure, RequestTimeout))
-    if budget_tokens < cost:
-        return Decision(Action.RAISE, reason="retry budget exhausted")
-    reason = f"HTTP {status}" if status is not None else type(failure).__name__
-    return Decision(Action.RETRY, wait=wait, spend=cost, reason=reason)
-
-
-class ResponseMeta:
-    """The metadata of the response that carried a call's data: status and headers.
-
-    ``date`` is the server's ``Date`` header; ``rate_limit`` its ``x-ratelimit-*``
-    headers, parsed on first use.
-    """
-
-    __slots__ = ("_rate", "headers", "status")
-
-    def __init__(self, status: int, headers: Mapping[str, str]) -> None:
-        self.status = status
-        self.headers = headers
-        self._rate: RateLimit | bool | None = False
-
-    def __repr__(self) -> str:
-        return f"<ResponseMeta {self.status} date={self.date!r}>"
-
-    @property
-    def date(self) -> str | None:
-        """The server's ``Date`` header (its clock), if any."""
-        return self.headers.get("Date")
-
-    @property
-    def rate_limit(self) -> RateLimit | None:
-        """The ``x-ratelimit-*`` headers of this response, if any."""
-        if self._rate is False:
-            self._rate = parse_rate_limit(self.headers)
-        return self._rate  # type: ignore[return-value]
-
-
-class Reply:
-    """A call's decoded data with the metadata of the response that carried it.
-
-    ``meta`` is None when no single response carried the data (an ambiguous create
-    settled by a search). Made only for calls that ask for it (``Call.reply``).
-    """
-
-    __slots__ = ("_headers", "_meta", "_status", "data")
-
-    def __init__(
-        self, data: Any, status: int | None = None, headers: Mapping[str, str] | None = None
-    ) -> None:
-        self.data = data
-        self._status = status
-        self._headers = headers
-        self._meta: ResponseMeta | None = None
-
-    def __repr__(self) -> str:
-        return f"<Reply status={self._status}>"
-
-    @property
-    def meta(self) -> ResponseMeta | None:
-        """The response's metadata (status, ``Date``, rate limit), made on first use."""
-        if self._meta is None and self._status is not None and self._headers is not None:
-            self._meta = ResponseMeta(self._status, self._headers)
-        return self._meta
-
-
-class CallSpan(Protocol):
-    """What a trace of one call hears from the pipeline (``svc_async.tracing``)."""
-
-    def attempt(self, number: int, status: int | None, failure: SvcError | None) -> None:
-        """Attempt ``number`` ended: its HTTP status, or the failure when none came."""
+    def attempt(self, number: int, response: Response | None, failure: SvcError | None) -> None:
+        """Attempt ``number`` ended: its response (None when none came) or failure."""
 
     def paced(self, seconds: float) -> None:
         """The pacer held the call back for ``seconds`` before an attempt."""
@@ -261,15 +107,37 @@ class CallSpan(Protocol):
     def retrying(self, attempt: int, wait: float, reason: str) -> None:
         """Attempt ``attempt`` follows after ``wait`` seconds, because of ``reason``."""
 
+    def end(self, error: BaseException | None) -> None:
+        """The call ended: with ``error`` raised, or None when it returned."""
+
+
+class CallObserver(Protocol):
+    """Observes every call of a client (tracing, event hooks): never changes one."""
+
+    def start(self, call: Call, secrets: tuple[str, ...]) -> CallWatch:
+        """A call starts (``secrets``: to redact what is recorded of it)."""
+
+
+@attrs.frozen(slots=True)
+class Ambiguous:
+    """A call unsafe to repeat failed in a way that may have been processed.
+
+    Returned (not raised) for a call that asked for it (``Call.ambiguous``): the caller
+    settles it (``Jobs.create`` looks for its creation tag) by ``deadline``.
+    """
+
+    failure: SvcError
+    deadline: float | None
+
 
 @attrs.define(slots=True)
 class Call:
     """Everything one logical call needs; built by the client from a resource's request.
 
     ``timeout`` bounds the whole call (seconds, None: no bound): every attempt, pacing
-    hold, auth login or renewal, backoff and ambiguous-create search. ``attempt_timeout``
-    limits each HTTP exchange within it. The options a caller may give are declared once,
-    in ``resources._base.CallOptions``, under these names.
+    hold and auth login or renewal. ``attempt_timeout`` limits each HTTP exchange within
+    it. The options a caller may give are declared once, in
+    ``resources._base.CallOptions``, under these names.
 
     Not frozen: one is built per call, and a frozen class pays a setattr call per field.
     Nothing changes a ``Call`` once built. The client builds it positionally, up to
@@ -289,11 +157,10 @@ class Call:
     authenticate: bool = True
     decode: Decoder | None = None
     stream_decode: StreamDecoder | None = None
-    resolve: Resolver | None = None
+    ambiguous: bool = False
+    """Return ``Ambiguous`` instead of raising when a failure may have been processed."""
     reply: bool = False
     """Return the ``Reply`` (data and response metadata) rather than the data alone."""
-    span: CallSpan | None = None
-    """The trace that hears this call's attempts, holds and retries (set by ``Env.trace``)."""
     headers: Mapping[str, str] | None = None
     """Headers of this call over the client's (a download's ``Accept: */*``)."""
     redirects: bool = False
@@ -422,7 +289,7 @@ class Env:
 
     The pipeline's own state lives here (``tracker``, ``seen``, the merged headers);
     the client hands in values, none of them a callable back into it. An auth login or
-    renewal is a call of its own (``account_call``): a POST to ``account_url`` without
+    renewal is a call of its own, made here: a POST to ``account_url`` without
     credentials, under the ``login_*`` settings and the deadline of the call it serves.
     """
 
@@ -446,8 +313,8 @@ class Env:
     ``enforces_timeout = True``); otherwise the pipeline cuts each send off."""
     cutoffs: Cutoffs = attrs.field(factory=Cutoffs)
     """The sends the pipeline cuts off itself (when the transport does not)."""
-    trace: Callable[[Env, Call], Awaitable[Any]] | None = None
-    """Runs a call inside a span (``svc_async.tracing``); it calls ``run`` with ``Call.span``."""
+    observers: tuple[CallObserver, ...] = ()
+    """Who hears every call's steps (``svc_async.tracing``, event hooks)."""
     clock: Clock = SYSTEM_CLOCK
     """Deadlines, backoff sleeps and ``Retry-After`` dates are read on this clock."""
     seen: Seen = attrs.field(factory=Seen)
@@ -456,36 +323,10 @@ class Env:
         factory=dict
     )
     """The request headers last merged, with and without a body, by the auth they hold."""
-    account_call: AccountCall = attrs.field(init=False)
-    """POST to the account host without auth (what ``Auth.headers``/``renew`` call)."""
-
-    def __attrs_post_init__(self) -> None:
-        self.account_call = functools.partial(_account_call, self)
 
     def secrets(self) -> tuple[str, ...]:
         """Every credential the auth holds now (tokens change as an API key renews)."""
         return secrets_of(self.auth)
-
-
-async def _account_call(env: Env, path: str, body: Mapping[str, Any]) -> Any:
-    """POST ``body`` to ``path`` on the account host without auth: login and refresh.
-
-    Safe to repeat (a repeated login only issues another token), so transport errors
-    are retried within the deadline like any idempotent call; the deadline of the call
-    that needed the login bounds it too.
-    """
-    call = Call(
-        method="POST",
-        url=yarl.URL(env.account_url + path),
-        content=orjson.dumps(body),
-        idempotent=True,
-        timeout=env.login_timeout,
-        attempt_timeout=env.login_attempt_timeout,
-        policy=env.login_policy,
-        authenticate=False,
-        operation="auth." + path.rsplit("/", 1)[-1],
-    )
-    return await run(env, call)
 
 
 def request_headers(
@@ -517,67 +358,6 @@ def observe(env: Env, response: Response | None) -> None:
         env.seen.record(response.headers, rate)
 
 
-def decode_json(response: Response) -> Any:
-    """The default decoder: the body as JSON (None when empty), integers kept exact."""
-    content = response.content
-    if not content:
-        return None
-    try:
-        data = orjson.loads(content)
-    except orjson.JSONDecodeError as exc:
-        snippet = redact_text(" ".join(response.text[:80].split()))
-        raise ResponseDecodeError(
-            f"HTTP {response.status} body is not valid JSON ({exc.msg}): {snippet!r}",
-            status=response.status,
-        ) from None
-    if has_long_number(content):
-        return read_exactly(content, data, response.status)
-    return data
-
-
-def read_exactly(content: bytes, data: Any, status: int | None) -> Any:
-    """JSON ``content`` read again with every integer exact (``data``: orjson's reading).
-
-    For a body ``has_long_number`` flags: orjson reads integers beyond 64 bits as
-    floats. A body nested too deeply raises ``ResponseDecodeError``; one the standard
-    library refuses (not UTF-8, or a quirk orjson accepts) keeps orjson's reading.
-    """
-    if too_deep(content):
-        raise ResponseDecodeError(
-            f"HTTP {status} body is nested too deeply to decode exactly", status=status
-        )
-    try:
-        return loads_exact(content)
-    except ValueError:
-        return data
-
-
-def api_error(
-    response: Response,
-    method: str,
-    url: yarl.URL,
-    secrets: Iterable[str],
-    *,
-    as_rate_limit: bool = False,
-    wall: float | None = None,
-) -> APIError:
-    """The APIError for a non-2xx answer, with every secret redacted from its body."""
-    secrets = tuple(secrets)
-    body: Any
-    try:
-        body = orjson.loads(response.content) if response.content else None
-    except orjson.JSONDecodeError:
-        body = response.text[:2000]
-    body = redact_value(body, secrets)
-    cls = RateLimitError if as_rate_limit else error_class_for(response.status)
-    error = cls(
-        response.status, headers=response.headers, body=body, method=method, url=redact_url(url)
-    )
-    if isinstance(error, RateLimitError):
-        error.retry_after = server_wait(response.status, response.headers, wall)
-    return error
-
-
 def _bounded(timeout: Timeout, deadline: float | None, now: float) -> Timeout:
     """Cap an attempt's total timeout so the call's deadline is never overshot."""
     if deadline is None:
@@ -587,9 +367,6 @@ def _bounded(timeout: Timeout, deadline: float | None, now: float) -> Timeout:
     if timeout.total is not None and timeout.total <= left:
         return timeout
     return attrs.evolve(timeout, total=left)
-
-
-_NO_DATA = object()
 
 
 async def _send_streamed(
@@ -603,172 +380,286 @@ async def _send_streamed(
         return Response(stream.status, stream.headers, body, request), _NO_DATA
 
 
-async def _cut_send(env: Env, call: Call, request: Request, when: float) -> tuple[Response, Any]:
-    """Send ``request``, cut off at ``when`` (the client's clock) by the pipeline itself.
+_NO_DATA = object()
 
-    For transports that do not say they end an exchange at ``Request.timeout``: the
-    deadline then holds whatever the transport does. Returns the response with the
-    streamed data (``_NO_DATA`` when the body was read whole).
-    """
-    cut = env.cutoffs.arm(max(0.0, when - env.clock.now()))
-    try:
-        if call.stream_decode is not None and isinstance(env.transport, StreamingTransport):
-            sent = await _send_streamed(env.transport, request, call.stream_decode)
-        else:
-            sent = await env.transport.send(request), _NO_DATA
-    except BaseException:
-        if not env.cutoffs.disarm(cut):
-            raise
-        limit = request.timeout.total if request.timeout is not None else None
-        raise RequestTimeout(
-            f"timeout on {call.method} {redact_url(call.url)}"
-            + ("" if limit is None else f" after {limit:g}s"),
-            request=request,
-        ) from None
-    env.cutoffs.disarm(cut)
-    return sent
+
+# ---------------------------------------------------------------- the call and its loop
 
 
 async def run(env: Env, call: Call) -> Any:
     """Carry ``call`` out: every step, waits included, by the call's deadline.
 
     The deadline is ``call.timeout`` from now, or the deadline of the call or wait this
-    one runs inside, whichever is first; calls made meanwhile in this task (an auth login
-    or renewal, a tag search) inherit it. Each send is cut off at the deadline (and at
-    ``call.attempt_timeout``) whether or not the transport honours ``Request.timeout``.
-    Returns the decoded data (the ``Reply`` when ``call.reply``). The calling task is
+    one runs inside (``deadline_scope``), whichever is first. Each send is cut off at the
+    deadline (and at ``call.attempt_timeout``) whether or not the transport honours
+    ``Request.timeout``. Returns the decoded data (the ``Reply`` when ``call.reply``;
+    ``Ambiguous`` when ``call.ambiguous`` and the outcome is). The calling task is
     tracked meanwhile; cancelled because the client closed, the call raises
     ``ClientClosedError``.
-
-    This is every call's hot path: the first attempt of a call that succeeds reads the
-    clock once and opens no deadline scope unless a login may run inside it.
     """
-    if env.trace is not None and call.span is None:
-        return await env.trace(env, call)
+    return await _carry(env, call, _deadline(env.clock.now(), call.timeout, _DEADLINE.get()))
+
+
+def _deadline(now: float, timeout: float | None, outer: float | None) -> float | None:
+    """The earlier of ``now + timeout`` and the ``outer`` deadline (None: no bound)."""
+    if timeout is None:
+        return outer
+    own = now + timeout
+    return own if outer is None or own < outer else outer
+
+
+async def _carry(env: Env, call: Call, deadline: float | None) -> Any:
+    """One call under ``deadline``: its task tracked, its steps watched, its attempts."""
     tracker = env.tracker
     task = asyncio.current_task(tracker.loop)
-    if task is not None:  # ``tracker.enter(task)``, inline: this runs for every call
-        tracker.active[task] = tracker.active.get(task, 0) + 1
-    clock = env.clock
-    now = clock.now()
-    deadline = None if call.timeout is None else now + call.timeout
-    outer = _DEADLINE.get()
-    if outer is not None and (deadline is None or outer < deadline):
-        deadline = outer
-    # Only calls started inside this one need the deadline in the context: a login (when
-    # the auth is not static), a renewal or a tag search. Opened when one may start.
-    scopes = deadline != outer
-    scope = None
+    tracker.enter(task)
+    watch = _watch(env, call) if env.observers else None
     try:
-        attempt = 0
-        renewed = False
-        while True:
-            attempt += 1
-            if not call.authenticate:
-                auth = None
-            elif env.static_auth is not None:
-                auth = env.static_auth
-            else:
-                if scopes and scope is None:
-                    scope = _DEADLINE.set(deadline)
-                auth = await env.auth.headers(env.account_call)
-                now = clock.now()
-            headers = request_headers(env, auth, call.content is not None)
-            if call.headers is not None:
-                headers = CIMultiDictProxy(CIMultiDict({**headers, **call.headers}))
-            if env.pacer is not None and call.service and not env.pacer.admit():
-                await _pace(env.pacer, clock, call, deadline)
-                now = clock.now()
-            timeout = call.attempt_timeout
-            limit = timeout.total
-            if deadline is not None and (limit is None or limit > deadline - now):
-                timeout = _bounded(timeout, deadline, now)
-                limit = timeout.total
-            request = Request(call.method, call.url, headers, call.content, timeout)
-            response: Response | None = None
-            failure: SvcError | None = None
-            data: Any = _NO_DATA
-            try:
-                if limit is not None and not env.transport_cuts:
-                    response, data = await _cut_send(env, call, request, now + limit)
-                elif call.stream_decode is not None and isinstance(
-                    env.transport, StreamingTransport
-                ):
-                    response, data = await _send_streamed(
-                        env.transport, request, call.stream_decode
-                    )
-                else:
-                    response = await env.transport.send(request)
-            except (TransportError, ResponseDecodeError) as exc:
-                failure = exc
-            finally:
-                if call.service:
-                    observe(env, response)
-            if call.span is not None:
-                call.span.attempt(attempt, None if response is None else response.status, failure)
-            if response is not None:
-                status = response.status
-                if logger.isEnabledFor(logging.DEBUG):
-                    logger.debug("%s %s -> %d", call.method, redact_url(call.url), status)
-                if failure is None and (
-                    200 <= status < 300 or (call.redirects and status in REDIRECTS)
-                ):
-                    if data is _NO_DATA:
-                        try:
-                            data = (call.decode or decode_json)(response)
-                        except ResponseDecodeError as exc:
-                            failure = exc
-                    if failure is None:
-                        env.budget.record_success()
-                        return Reply(data, status, response.headers) if call.reply else data
-            if scopes and scope is None:
-                scope = _DEADLINE.set(deadline)
-            decision, failure = _after(env, call, attempt, renewed, response, failure, deadline)
-            action = decision.action
-            if action is Action.RENEW:
-                renewed = True
-                if await env.auth.renew(env.account_call, headers):
-                    attempt -= 1
-                    now = clock.now()
-                    continue
-                raise failure
-            if action is Action.RESOLVE:
-                assert call.resolve is not None
-                data = await call.resolve(failure, deadline)
-                return Reply(data) if call.reply else data
-            if action is Action.RAISE:
-                raise failure
-            await clock.sleep(_wait_before_retry(call, attempt, decision))
-            now = clock.now()
-    except asyncio.CancelledError:
-        error = tracker.closing(task, f"{call.method} {call.url.path}")
-        if error is not None:
-            raise error from None
+        result = await _attempts(env, call, deadline, watch)
+    except asyncio.CancelledError as exc:
+        closed = tracker.closing(task, f"{call.method} {call.url.path}")
+        if watch is not None:
+            watch.end(closed or exc)
+        if closed is not None:
+            raise closed from None
+        raise
+    except BaseException as exc:
+        if watch is not None:
+            watch.end(exc)
         raise
     finally:
-        if scope is not None:
-            _DEADLINE.reset(scope)
-        if task is not None:  # ``tracker.leave(task)``, inline as its ``enter`` above
-            left = tracker.active.pop(task, 1) - 1
-            if left > 0:
-                tracker.active[task] = left
+        tracker.leave(task)
+    if watch is not None:
+        watch.end(None)
+    return result
 
 
-async def _pace(pacer: Pacing, clock: Clock, call: Call, deadline: float | None) -> None:
-    """Wait for the pacer; a wait beyond the deadline raises RateLimitError at once."""
-    start = clock.now()
+async def _attempts(env: Env, call: Call, deadline: float | None, watch: CallWatch | None) -> Any:
+    """Attempt after attempt: credentials, prepare, exchange, decide, act."""
+    attempt = 0
+    renewed = False
+    while True:
+        attempt += 1
+        auth = await _credentials(env, call, deadline)
+        request = await _prepare(env, call, auth, deadline, watch)
+        response, data, failure = await _exchange(env, call, request, attempt, watch)
+        if failure is None and response is not None and _succeeded(call, response.status):
+            data, failure = _decoded(call, response, data)
+            if failure is None:
+                env.budget.record_success()
+                return Reply(data, response.status, response.headers) if call.reply else data
+        decision, failure = _after(env, call, attempt, renewed, response, failure, deadline)
+        action = decision.action
+        if action is Action.RENEW:
+            renewed = True
+            if not await _renewed(env, auth, deadline):
+                raise failure
+            attempt -= 1  # a renewal is not a retry
+        elif action is Action.RESOLVE:
+            return Ambiguous(failure, deadline)
+        elif action is Action.RAISE:
+            raise failure
+        else:
+            await env.clock.sleep(_wait_before_retry(call, attempt, decision, watch))
+
+
+def _watch(env: Env, call: Call) -> CallWatch:
+    """One watch for the call, telling every observer (the usual case: one)."""
+    secrets = env.secrets()
+    watches = [observer.start(call, secrets) for observer in env.observers]
+    return watches[0] if len(watches) == 1 else _Watches(watches)
+
+
+class _Watches:
+    """Several observers' watches of one call, told in order."""
+
+    __slots__ = ("_all",)
+
+    def __init__(self, watches: list[CallWatch]) -> None:
+        self._all = watches
+
+    def request(self, request: Request) -> None:
+        for watch in self._all:
+            watch.request(request)
+
+    def attempt(self, number: int, response: Response | None, failure: SvcError | None) -> None:
+        for watch in self._all:
+            watch.attempt(number, response, failure)
+
+    def paced(self, seconds: float) -> None:
+        for watch in self._all:
+            watch.paced(seconds)
+
+    def retrying(self, attempt: int, wait: float, reason: str) -> None:
+        for watch in self._all:
+            watch.retrying(attempt, wait, reason)
+
+    def end(self, error: BaseException | None) -> None:
+        for watch in reversed(self._all):
+            watch.end(error)
+
+
+# ---------------------------------------------------------------- step: credentials
+
+
+async def _credentials(env: Env, call: Call, deadline: float | None) -> Mapping[str, str] | None:
+    """The auth headers of the next attempt (None: the call sends none); logs in first
+    when the auth has no credentials yet."""
+    if not call.authenticate:
+        return None
+    if env.static_auth is not None:
+        return env.static_auth
+    headers = env.auth.headers()
+    if headers is None:
+        await _drive(env, env.auth.flow(None), deadline)
+        headers = env.auth.headers()
+        if headers is None:
+            raise AuthenticationError(401, body="the auth has no credentials after its login")
+    return headers
+
+
+async def _renewed(env: Env, rejected: Mapping[str, str] | None, deadline: float | None) -> bool:
+    """After a 401: run the auth's renewal flow; True when new credentials are worth a
+    replay (another caller's renewal counts)."""
+    await _drive(env, env.auth.flow(rejected or {}), deadline)
+    fresh = env.auth.headers()
+    return fresh is not None and dict(fresh) != dict(rejected or {})
+
+
+async def _drive(
+    env: Env, flow: AsyncGenerator[AccountRequest, Any], deadline: float | None
+) -> None:
+    """Carry an auth flow out: send each account-host request it yields and hand the
+    answer back in (a failure is thrown in, for the flow to handle or let through)."""
+    answer: Any = None
+    failure: SvcError | None = None
     try:
-        await pacer.acquire(deadline)
-        if call.span is not None:
-            call.span.paced(clock.now() - start)
-    except PacingExceedsDeadline as exc:
-        error = RateLimitError(429, method=call.method, url=redact_url(call.url))
-        error.retry_after = exc.wait
-        error.args = (
-            f"rate limit budget spent for {call.method} {redact_url(call.url)}:"
-            f" the next window opens in {exc.wait:.1f}s, beyond the call's deadline",
-        )
-        raise error from None
+        while True:
+            try:
+                request = await (flow.asend(answer) if failure is None else flow.athrow(failure))
+            except StopAsyncIteration:
+                return
+            answer, failure = None, None
+            try:
+                answer = await _account(env, request, deadline)
+            except SvcError as exc:
+                failure = exc
+    finally:
+        await flow.aclose()
+
+
+async def _account(env: Env, request: AccountRequest, deadline: float | None) -> Any:
+    """POST an auth flow's request to the account host, without credentials.
+
+    Safe to repeat (a repeated login only issues another token), so transport errors
+    are retried like any idempotent call's; the deadline of the call that needed it
+    bounds it too.
+    """
+    call = Call(
+        "POST",
+        yarl.URL(env.account_url + request.path),
+        orjson.dumps(dict(request.body)),
+        True,
+        env.login_timeout,
+        env.login_attempt_timeout,
+        env.login_policy,
+        "auth." + request.path.rsplit("/", 1)[-1],
+        authenticate=False,
+    )
+    return await _carry(env, call, _deadline(env.clock.now(), call.timeout, deadline))
+
+
+# ---------------------------------------------------------------- step: prepare
+
+
+async def _prepare(
+    env: Env,
+    call: Call,
+    auth: Mapping[str, str] | None,
+    deadline: float | None,
+    watch: CallWatch | None,
+) -> Request:
+    """The attempt's request: headers merged, paced, its time limit within the deadline."""
+    headers = request_headers(env, auth, call.content is not None)
+    if call.headers is not None:
+        headers = CIMultiDictProxy(CIMultiDict({**headers, **call.headers}))
+    if env.pacer is not None and call.service and not env.pacer.admit():
+        await _pace(env.pacer, env.clock, call, deadline, watch)
+    timeout = call.attempt_timeout
+    if deadline is not None:
+        timeout = _bounded(timeout, deadline, env.clock.now())
+    request = Request(call.method, call.url, headers, call.content, timeout)
+    if watch is not None:
+        watch.request(request)
+    return request
+
+
+# ---------------------------------------------------------------- step: exchange
+
+
+async def _exchange(
+    env: Env, call: Call, request: Request, attempt: int, watch: CallWatch | None
+) -> tuple[Response | None, Any, SvcError | None]:
+    """Send the request; observe the answer (pacer, rate limit, Date) whatever came."""
+    response: Response | None = None
+    data: Any = _NO_DATA
+    failure: SvcError | None = None
+    try:
+        response, data = await _send(env, call, request)
+    except (TransportError, ResponseDecodeError) as exc:
+        failure = exc
+    finally:
+        if call.service:
+            observe(env, response)
+    if watch is not None:
+        watch.attempt(attempt, response, failure)
+    if response is not None and logger.isEnabledFor(logging.DEBUG):
+        logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
+    return response, data, failure
+
+
+async def _send(env: Env, call: Call, request: Request) -> tuple[Response, Any]:
+    """The response with the streamed data (``_NO_DATA`` when the body was read whole),
+    cut off at the request's total by the pipeline when the transport does not say it
+    ends an exchange at ``Request.timeout`` itself."""
+    limit = request.timeout.total if request.timeout is not None else None
+    if limit is None or env.transport_cuts:
+        return await _transmit(env.transport, call, request)
+    cut = env.cutoffs.arm(limit)
+    try:
+        sent = await _transmit(env.transport, call, request)
+    except BaseException:
+        if not env.cutoffs.disarm(cut):
+            raise
+        raise RequestTimeout(
+            f"timeout on {call.method} {redact_url(call.url)} after {limit:g}s", request=request
+        ) from None
+    env.cutoffs.disarm(cut)
+    return sent
+
+
+async def _transmit(transport: Transport, call: Call, request: Request) -> tuple[Response, Any]:
+    if call.stream_decode is not None and isinstance(transport, StreamingTransport):
+        return await _send_streamed(transport, request, call.stream_decode)
+    return await transport.send(request), _NO_DATA
+
+
+def _succeeded(call: Call, status: int) -> bool:
+    """A 2xx, or a redirect the call hands to its decoder."""
+    return 200 <= status < 300 or (call.redirects and status in REDIRECTS)
+
+
+def _decoded(call: Call, response: Response, data: Any) -> tuple[Any, SvcError | None]:
+    """The data of a successful answer (decoded now unless streamed), or the failure."""
+    if data is not _NO_DATA:
+        return data, None
+    try:
+        return (call.decode or decode_json)(response), None
+    except ResponseDecodeError as exc:
+        return None, exc
+
+
+# ---------------------------------------------------------------- steps: decide and act
 
 
 def _after(
@@ -806,7 +697,7 @@ def _after(
         budget_tokens=env.budget.tokens,
         budget=env.budget,
         can_renew=call.authenticate and not renewed,
-        can_resolve=call.resolve is not None,
+        can_resolve=call.ambiguous,
     )
     if decision.action is Action.RAISE:
         if decision.rate_limited and response is not None:
@@ -822,7 +713,28 @@ def _after(
     return decision, failure
 
 
-def _wait_before_retry(call: Call, attempt: int, decision: Decision) -> float:
+async def _pace(
+    pacer: Pacing, clock: Clock, call: Call, deadline: float | None, watch: CallWatch | None
+) -> None:
+    """Wait for the pacer; a wait beyond the deadline raises RateLimitError at once."""
+    start = clock.now()
+    try:
+        await pacer.acquire(deadline)
+        if watch is not None:
+            watch.paced(clock.now() - start)
+    except PacingExceedsDeadline as exc:
+        error = RateLimitError(429, method=call.method, url=redact_url(call.url))
+        error.retry_after = exc.wait
+        error.args = (
+            f"rate limit budget spent for {call.method} {redact_url(call.url)}:"
+            f" the next window opens in {exc.wait:.1f}s, beyond the call's deadline",
+        )
+        raise error from None
+
+
+def _wait_before_retry(
+    call: Call, attempt: int, decision: Decision, watch: CallWatch | None
+) -> float:
     """How long to sleep before the next attempt (``decide`` drew it); logs the retry."""
     wait = decision.wait
     logger.info(
@@ -833,6 +745,6 @@ def _wait_before_retry(call: Call, attempt: int, decision: Decision) -> float:
         decision.reason,
         wait,
     )
-    if call.span is not None:
-        call.span.retrying(attempt + 1, wait, decision.reason)
+    if watch is not None:
+        watch.retrying(attempt + 1, wait, decision.reason)
     return wait

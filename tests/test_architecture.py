@@ -102,7 +102,11 @@ ALLOWED = {
     "types": {"transport"},
     "auth": {"errors", "_validate"},
     "ratelimit": {"clock", "errors", "models", "retry"},
+    "_decide": {"errors", "retry"},
+    "_answers": {"_exact_json", "errors", "models", "ratelimit", "redact", "retry", "transport"},
     "pipeline": {
+        "_answers",
+        "_decide",
         "_exact_json",
         "auth",
         "clock",

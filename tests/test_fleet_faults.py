@@ -167,11 +167,12 @@ async def test_a_killed_worker_gives_its_share_back_within_seconds(redis_url: st
 class _NoSecretsAuth:
     """A user-written auth that tells nothing about its credential."""
 
-    async def headers(self, call: Any) -> dict[str, str]:
+    def headers(self) -> dict[str, str]:
         return {"Authorization": "Bearer " + TOKEN}
 
-    async def renew(self, call: Any, rejected: Any) -> bool:
-        return False
+    async def flow(self, rejected: Any = None) -> Any:
+        return
+        yield
 
 
 async def test_a_fleet_client_must_know_its_account(redis_url: str) -> None:

@@ -28,7 +28,7 @@ from svc_async import (
     TransportError,
     json_response,
 )
-from svc_async.auth import AccountCall
+from svc_async.auth import AuthFlow
 
 from .conftest import load, serve_app
 from .test_examples import example_request
@@ -100,12 +100,13 @@ class _SmugglingAuth:
     def secrets(self) -> tuple[str, ...]:
         return (SECRET,)
 
-    async def headers(self, call: AccountCall) -> Mapping[str, str]:
+    def headers(self) -> Mapping[str, str]:
         self.uses += 1
         return self._headers
 
-    async def renew(self, call: AccountCall, rejected: Mapping[str, str]) -> bool:
-        return False
+    async def flow(self, rejected: Mapping[str, str] | None = None) -> AuthFlow:
+        return
+        yield
 
 
 def _counting_app() -> tuple[web.Application, collections.Counter[str]]:

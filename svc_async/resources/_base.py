@@ -10,7 +10,7 @@ from ..types import AttemptTimeoutArg, TimeoutArg
 if TYPE_CHECKING:
     from ..client import Client
     from ..clock import Clock
-    from ..pipeline import Decoder, Resolver, StreamDecoder
+    from ..pipeline import Decoder, StreamDecoder
     from ..retry import RetryPolicy
 
 
@@ -33,8 +33,9 @@ class CallOptions(TypedDict, total=False):
     """How failures are retried (None: the client's policy)."""
     authenticate: bool
     """Send the client's credentials (False: login and refresh)."""
-    resolve: Resolver | None
-    """Settles an ambiguous failure of a call that is unsafe to repeat."""
+    ambiguous: bool
+    """Return ``pipeline.Ambiguous`` (the failure and the deadline) instead of raising
+    when a call unsafe to repeat failed in a way that may have been processed."""
     decode: Decoder | None
     """Turns a 2xx body into data (None: JSON)."""
     stream_decode: StreamDecoder | None

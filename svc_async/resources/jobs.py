@@ -26,12 +26,12 @@ from ..models import (
     VerificationJob,
 )
 from ..pagination import iter_counted
+from ..pipeline import Ambiguous, deadline_scope
 from ..retry import RetryPolicy
 from ..types import AttemptTimeoutArg, TimeoutArg
 from ._base import Resource
 
 if TYPE_CHECKING:  # the poller loads on first use, to keep `import svc_async` light
-    from ..pipeline import Resolver
     from ..polling import JobIds, OnStatus, PollPolicy
 
 logger = logging.getLogger(__name__)
@@ -188,7 +188,6 @@ class Jobs(Resource):
                 existing = await self._lookup(tag, None)
                 if existing is not None:
                     return existing
-        resolve = None if tag is None else self._resolver(tag)
         try:
             data = await self._send(
                 "POST",
@@ -198,48 +197,46 @@ class Jobs(Resource):
                 timeout=timeout,
                 attempt_timeout=attempt_timeout,
                 retry=retry,
-                resolve=resolve,
+                ambiguous=tag is not None,
                 operation="jobs.create",
             )
+            if isinstance(data, Ambiguous):
+                assert tag is not None
+                with deadline_scope(data.deadline):  # its searches end by the create's
+                    return await self._settle(tag, data.failure, data.deadline)
         except asyncio.CancelledError:
             if tag is not None:
                 logger.warning("job create cancelled; it may exist: search for tag %s", tag)
             raise
-        if isinstance(data, VerificationJob):
-            return data  # found by its tag after an ambiguous failure
         return structure(data, VerificationJob)
 
-    def _resolver(self, tag: str) -> Resolver:
-        """The pipeline's hook for an ambiguous create: search for ``tag`` until the deadline."""
-
-        async def resolve(failure: SvcError, deadline: float | None) -> VerificationJob:
-            clock = self.clock
-            end = clock.now() + RESOLVE_DEFAULT if deadline is None else deadline
-            looks = 0
-            while True:
-                looks += 1
-                left = end - clock.now()
-                if left > 0.05:
-                    found = await self._lookup(tag, min(left, RESOLVE_SEARCH_TIMEOUT))
-                    if found is not None:
-                        return found
-                pause = min(end - clock.now() - 0.05, RESOLVE_INTERVAL * min(looks, 4) / 4)
-                if pause < 0.001:
-                    break  # a shorter sleep may not move the clock: the loop would spin
-                await clock.sleep(pause)
-            logger.warning(
-                "job create ended ambiguous after %s: search for tag %s later",
-                type(failure).__name__,
-                tag,
-            )
-            raise AmbiguousCreateError(
-                f"could not tell whether the job was created ({failure}); no job with"
-                f" tag {tag!r} appeared before the deadline; search for it later"
-                " (jobs.find_created)",
-                tag=tag,
-            ) from failure
-
-        return resolve
+    async def _settle(self, tag: str, failure: SvcError, deadline: float | None) -> VerificationJob:
+        """After an ambiguous failure: search for ``tag`` until the create's deadline."""
+        clock = self.clock
+        end = clock.now() + RESOLVE_DEFAULT if deadline is None else deadline
+        looks = 0
+        while True:
+            looks += 1
+            left = end - clock.now()
+            if left > 0.05:
+                found = await self._lookup(tag, min(left, RESOLVE_SEARCH_TIMEOUT))
+                if found is not None:
+                    return found
+            pause = min(end - clock.now() - 0.05, RESOLVE_INTERVAL * min(looks, 4) / 4)
+            if pause < 0.001:
+                break  # a shorter sleep may not move the clock: the loop would spin
+            await clock.sleep(pause)
+        logger.warning(
+            "job create ended ambiguous after %s: search for tag %s later",
+            type(failure).__name__,
+            tag,
+        )
+        raise AmbiguousCreateError(
+            f"could not tell whether the job was created ({failure}); no job with"
+            f" tag {tag!r} appeared before the deadline; search for it later"
+            " (jobs.find_created)",
+            tag=tag,
+        ) from failure
 
     async def _lookup(self, tag: str, timeout: float | None) -> VerificationJob | None:
         """The job carrying ``tag`` (the lowest id if several), None when none or on error."""

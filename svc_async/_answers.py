@@ -1,0 +1,143 @@
+"""What comes back from the service: decoded bodies, API errors, and a reply's metadata.
+
+``decode_json`` is the default decoder (integers kept exact), ``api_error`` the
+``APIError`` of a non-2xx answer with every secret redacted from its body, and ``Reply``
+a call's data with the status and headers of the response that carried it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+import yarl
+
+from ._exact_json import has_long_number, loads_exact, too_deep
+from .errors import APIError, RateLimitError, ResponseDecodeError, error_class_for
+from .models import RateLimit
+from .ratelimit import parse_rate_limit
+from .redact import redact_text, redact_url, redact_value
+from .retry import server_wait
+from .transport import Response
+
+__all__ = ["Reply", "ResponseMeta", "api_error", "decode_json", "read_exactly"]
+
+
+class ResponseMeta:
+    """The metadata of the response that carried a call's data: status and headers.
+
+    ``date`` is the server's ``Date`` header; ``rate_limit`` its ``x-ratelimit-*``
+    headers, parsed on first use.
+    """
+
+    __slots__ = ("_rate", "headers", "status")
+
+    def __init__(self, status: int, headers: Mapping[str, str]) -> None:
+        self.status = status
+        self.headers = headers
+        self._rate: RateLimit | bool | None = False
+
+    def __repr__(self) -> str:
+        return f"<ResponseMeta {self.status} date={self.date!r}>"
+
+    @property
+    def date(self) -> str | None:
+        """The server's ``Date`` header (its clock), if any."""
+        return self.headers.get("Date")
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        """The ``x-ratelimit-*`` headers of this response, if any."""
+        if self._rate is False:
+            self._rate = parse_rate_limit(self.headers)
+        return self._rate  # type: ignore[return-value]
+
+
+class Reply:
+    """A call's decoded data with the metadata of the response that carried it.
+
+    ``meta`` is None when no single response carried the data (an ambiguous create
+    settled by a search). Made only for calls that ask for it (``Call.reply``).
+    """
+
+    __slots__ = ("_headers", "_meta", "_status", "data")
+
+    def __init__(
+        self, data: Any, status: int | None = None, headers: Mapping[str, str] | None = None
+    ) -> None:
+        self.data = data
+        self._status = status
+        self._headers = headers
+        self._meta: ResponseMeta | None = None
+
+    def __repr__(self) -> str:
+        return f"<Reply status={self._status}>"
+
+    @property
+    def meta(self) -> ResponseMeta | None:
+        """The response's metadata (status, ``Date``, rate limit), made on first use."""
+        if self._meta is None and self._status is not None and self._headers is not None:
+            self._meta = ResponseMeta(self._status, self._headers)
+        return self._meta
+
+
+def decode_json(response: Response) -> Any:
+    """The default decoder: the body as JSON (None when empty), integers kept exact."""
+    content = response.content
+    if not content:
+        return None
+    try:
+        data = orjson.loads(content)
+    except orjson.JSONDecodeError as exc:
+        snippet = redact_text(" ".join(response.text[:80].split()))
+        raise ResponseDecodeError(
+            f"HTTP {response.status} body is not valid JSON ({exc.msg}): {snippet!r}",
+            status=response.status,
+        ) from None
+    if has_long_number(content):
+        return read_exactly(content, data, response.status)
+    return data
+
+
+def read_exactly(content: bytes, data: Any, status: int | None) -> Any:
+    """JSON ``content`` read again with every integer exact (``data``: orjson's reading).
+
+    For a body ``has_long_number`` flags: orjson reads integers beyond 64 bits as
+    floats. A body nested too deeply raises ``ResponseDecodeError``; one the standard
+    library refuses (not UTF-8, or a quirk orjson accepts) keeps orjson's reading.
+    """
+    if too_deep(content):
+        raise ResponseDecodeError(
+            f"HTTP {status} body is nested too deeply to decode exactly", status=status
+        )
+    try:
+        return loads_exact(content)
+    except ValueError:
+        return data
+
+
+def api_error(
+    response: Response,
+    method: str,
+    url: yarl.URL,
+    secrets: Iterable[str],
+    *,
+    as_rate_limit: bool = False,
+    wall: float | None = None,
+) -> APIError:
+    """The APIError for a non-2xx answer, with every secret redacted from its body."""
+    secrets = tuple(secrets)
+    body: Any
+    try:
+        body = orjson.loads(response.content) if response.content else None
+    except orjson.JSONDecodeError:
+        body = response.text[:2000]
+    body = redact_value(body, secrets)
+    cls = RateLimitError if as_rate_limit else error_class_for(response.status)
+    error = cls(
+        response.status, headers=response.headers, body=body, method=method, url=redact_url(url)
+    )
+    if isinstance(error, RateLimitError):
+        error.retry_after = server_wait(response.status, response.headers, wall)
+    return error
