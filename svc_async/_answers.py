@@ -8,7 +8,7 @@ a call's data with the status and headers of the response that carried it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 import yarl
@@ -22,6 +22,8 @@ from .retry import server_wait
 from .transport import Response
 
 __all__ = ["Reply", "ResponseMeta", "api_error", "decode_json", "read_exactly"]
+
+T = TypeVar("T")
 
 
 class ResponseMeta:
@@ -54,32 +56,53 @@ class ResponseMeta:
         return self._rate  # type: ignore[return-value]
 
 
-class Reply:
-    """A call's decoded data with the metadata of the response that carried it.
+class Reply(Generic[T]):
+    """A call's decoded data with what the response that carried it said.
 
-    ``meta`` is None when no single response carried the data (an ambiguous create
-    settled by a search). Made only for calls that ask for it (``Call.reply``).
+    ``data`` is what the call returns without the raw response (the model);
+    ``status`` and ``headers`` are the final response's; ``rate_limit`` its
+    ``x-ratelimit-*`` headers, parsed on first use; ``attempts`` how many attempts the
+    call made (logins not counted); ``elapsed`` its seconds from start to answer;
+    ``request_id`` the id it was sent with (the server's own if it gave one). ``status``
+    and ``headers`` are None when no single response carried the data (an ambiguous
+    create settled by a search).
     """
 
-    __slots__ = ("_headers", "_meta", "_status", "data")
+    __slots__ = ("_meta", "attempts", "data", "elapsed", "headers", "request_id", "status")
 
     def __init__(
-        self, data: Any, status: int | None = None, headers: Mapping[str, str] | None = None
+        self,
+        data: T,
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        *,
+        attempts: int = 1,
+        elapsed: float = 0.0,
+        request_id: str | None = None,
     ) -> None:
         self.data = data
-        self._status = status
-        self._headers = headers
+        self.status = status
+        self.headers = headers
+        self.attempts = attempts
+        self.elapsed = elapsed
+        self.request_id = request_id
         self._meta: ResponseMeta | None = None
 
     def __repr__(self) -> str:
-        return f"<Reply status={self._status}>"
+        return f"<Reply status={self.status} request_id={self.request_id!r}>"
 
     @property
     def meta(self) -> ResponseMeta | None:
         """The response's metadata (status, ``Date``, rate limit), made on first use."""
-        if self._meta is None and self._status is not None and self._headers is not None:
-            self._meta = ResponseMeta(self._status, self._headers)
+        if self._meta is None and self.status is not None and self.headers is not None:
+            self._meta = ResponseMeta(self.status, self.headers)
         return self._meta
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        """This response's ``x-ratelimit-*`` headers (None: it had none, or no response)."""
+        meta = self.meta
+        return None if meta is None else meta.rate_limit
 
 
 def decode_json(response: Response) -> Any:

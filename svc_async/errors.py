@@ -11,6 +11,7 @@ them. The tree (a class appears under each of its SDK parents)::
       TransportError                          no complete HTTP response (maybe_sent)
         ConnectError                          the request never left
           ConnectTimeout                      opening the connection timed out
+          ProxyError                          the proxy refused it or was unreachable
         ConnectionLostError                   broke after the request may have been sent
         RequestTimeout                        a connect, read or total timeout passed
           ConnectTimeout
@@ -43,18 +44,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import orjson
 
-if TYPE_CHECKING:
-    from .models import VerificationJob
-    from .transport import Request
-
 
 class SvcError(Exception):
-    """Root of every error the SDK raises on purpose."""
+    """Root of every error the SDK raises on purpose.
+
+    ``request_id`` is the id of the call that failed (the ``X-Request-Id`` the SDK sent
+    with each of its attempts, or the server's own when one came back), None for an
+    error raised before a call started: quote it in a support ticket to join logs.
+    """
+
+    request_id: str | None = None
 
 
 class ClientClosedError(SvcError, RuntimeError):
@@ -74,15 +78,48 @@ class TransportError(SvcError):
 
     maybe_sent: bool = True
 
-    def __init__(self, message: str, *, request: Request | None = None) -> None:
+    def __init__(self, message: str, *, request: Any = None) -> None:
         super().__init__(message)
-        self.request = request
+        self.request: Any = request
+        """The ``transport.Request`` that failed, or None (typed ``Any``: the errors
+        import nothing of the SDK, so the transport can import them)."""
 
 
 class ConnectError(TransportError):
     """The connection could not be opened; the request never left."""
 
     maybe_sent = False
+
+
+class ProxyError(ConnectError):
+    """The proxy refused the request, or could not be reached: the service never saw it.
+
+    ``status`` is the proxy's own answer (407: it wants credentials, 403: it forbids the
+    destination, or any other refusal of a ``CONNECT``), None when the proxy could not
+    be reached at all. ``proxy`` is the proxy's URL without its credentials.
+
+    A refusal (``refused``: a status below 500) is never retried, as the same request
+    would be refused again. A proxy that cannot be reached, or that answers a
+    ``CONNECT`` with a 5xx (it could not reach the service), is retried like any
+    connect error, within the call's attempts and deadline.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        request: Any = None,
+        proxy: str = "",
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message, request=request)
+        self.proxy = proxy
+        self.status = status
+
+    @property
+    def refused(self) -> bool:
+        """The proxy answered and said no (a status below 500): retrying cannot help."""
+        return self.status is not None and self.status < 500
 
 
 class ConnectionLostError(TransportError):
@@ -261,9 +298,11 @@ class ResponseDecodeError(SvcError):
 class JobWaitTimeout(SvcError, TimeoutError):
     """``jobs.wait`` ran out of time; ``job`` is the last snapshot seen (or None)."""
 
-    def __init__(self, message: str, *, job: VerificationJob | None = None) -> None:
+    def __init__(self, message: str, *, job: Any = None) -> None:
         super().__init__(message)
-        self.job = job
+        self.job: Any = job
+        """The last ``VerificationJob`` snapshot seen, or None (typed ``Any``: the errors
+        import nothing of the SDK, so the models can import them)."""
 
 
 class AmbiguousCreateError(SvcError):

@@ -27,7 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import itertools
 import logging
+import os
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, Protocol
@@ -382,6 +384,18 @@ async def _send_streamed(
 
 _NO_DATA = object()
 
+REQUEST_ID = istr("X-Request-Id")
+"""The header that carries a call's id, the same on each of its attempts."""
+
+_ID_PREFIX = os.urandom(6).hex()
+_ID_COUNT = itertools.count(1)
+
+
+def new_request_id() -> str:
+    """A request id unique to this call: a random prefix of this process, then a count
+    (cheaper than a uuid on every call, and as unique across processes)."""
+    return f"{_ID_PREFIX}-{next(_ID_COUNT):08x}"
+
 
 # ---------------------------------------------------------------- the call and its loop
 
@@ -409,18 +423,27 @@ def _deadline(now: float, timeout: float | None, outer: float | None) -> float |
 
 
 async def _carry(env: Env, call: Call, deadline: float | None) -> Any:
-    """One call under ``deadline``: its task tracked, its steps watched, its attempts."""
+    """One call under ``deadline``: its task tracked, its steps watched, its attempts;
+    every error it raises carries its request id."""
     tracker = env.tracker
     task = asyncio.current_task(tracker.loop)
     tracker.enter(task)
     watch = _watch(env, call) if env.observers else None
+    rid = new_request_id()
     try:
-        result = await _attempts(env, call, deadline, watch)
+        result = await _attempts(env, call, deadline, watch, rid)
+    except SvcError as exc:
+        if exc.request_id is None:
+            exc.request_id = rid
+        if watch is not None:
+            watch.end(exc)
+        raise
     except asyncio.CancelledError as exc:
         closed = tracker.closing(task, f"{call.method} {call.url.path}")
         if watch is not None:
             watch.end(closed or exc)
         if closed is not None:
+            closed.request_id = rid
             raise closed from None
         raise
     except BaseException as exc:
@@ -434,21 +457,27 @@ async def _carry(env: Env, call: Call, deadline: float | None) -> Any:
     return result
 
 
-async def _attempts(env: Env, call: Call, deadline: float | None, watch: CallWatch | None) -> Any:
+async def _attempts(
+    env: Env, call: Call, deadline: float | None, watch: CallWatch | None, rid: str
+) -> Any:
     """Attempt after attempt: credentials, prepare, exchange, decide, act."""
     attempt = 0
     renewed = False
+    started = env.clock.now()
     while True:
         attempt += 1
         auth = await _credentials(env, call, deadline)
-        request = await _prepare(env, call, auth, deadline, watch)
+        request = await _prepare(env, call, auth, deadline, watch, rid)
         response, data, failure = await _exchange(env, call, request, attempt, watch)
         if failure is None and response is not None and _succeeded(call, response.status):
             data, failure = _decoded(call, response, data)
             if failure is None:
                 env.budget.record_success()
-                return Reply(data, response.status, response.headers) if call.reply else data
+                if not call.reply:
+                    return data
+                return _reply(env, data, response, attempt, started, rid)
         decision, failure = _after(env, call, attempt, renewed, response, failure, deadline)
+        failure.request_id = _answered_id(response, rid)
         action = decision.action
         if action is Action.RENEW:
             renewed = True
@@ -461,6 +490,27 @@ async def _attempts(env: Env, call: Call, deadline: float | None, watch: CallWat
             raise failure
         else:
             await env.clock.sleep(_wait_before_retry(call, attempt, decision, watch))
+
+
+def _reply(
+    env: Env, data: Any, response: Response, attempts: int, started: float, rid: str
+) -> Reply[Any]:
+    """The ``Reply`` of a call that asked for one."""
+    return Reply(
+        data,
+        response.status,
+        response.headers,
+        attempts=attempts,
+        elapsed=env.clock.now() - started,
+        request_id=_answered_id(response, rid),
+    )
+
+
+def _answered_id(response: Response | None, rid: str) -> str:
+    """The server's own request id when its answer names one, else the one sent."""
+    if response is None:
+        return rid
+    return response.headers.get(REQUEST_ID, rid)
 
 
 def _watch(env: Env, call: Call) -> CallWatch:
@@ -578,11 +628,15 @@ async def _prepare(
     auth: Mapping[str, str] | None,
     deadline: float | None,
     watch: CallWatch | None,
+    rid: str,
 ) -> Request:
-    """The attempt's request: headers merged, paced, its time limit within the deadline."""
-    headers = request_headers(env, auth, call.content is not None)
+    """The attempt's request: headers merged (the call's id on every attempt), paced,
+    its time limit within the deadline."""
+    merged = CIMultiDict(request_headers(env, auth, call.content is not None))
     if call.headers is not None:
-        headers = CIMultiDictProxy(CIMultiDict({**headers, **call.headers}))
+        merged.update(call.headers)
+    merged[REQUEST_ID] = rid
+    headers = CIMultiDictProxy(merged)
     if env.pacer is not None and call.service and not env.pacer.admit():
         await _pace(env.pacer, env.clock, call, deadline, watch)
     timeout = call.attempt_timeout
@@ -614,7 +668,10 @@ async def _exchange(
     if watch is not None:
         watch.attempt(attempt, response, failure)
     if response is not None and logger.isEnabledFor(logging.DEBUG):
-        logger.debug("%s %s -> %d", call.method, redact_url(call.url), response.status)
+        rid = _answered_id(response, request.headers[REQUEST_ID])
+        logger.debug(
+            "%s %s -> %d (request %s)", call.method, redact_url(call.url), response.status, rid
+        )
     return response, data, failure
 
 

@@ -49,7 +49,10 @@ class _SpanWatch:
         self.token = otel_context.attach(trace.set_span_in_context(span))
 
     def request(self, request: Request) -> None:
-        """Nothing to record before the send (the attempt event says how it went)."""
+        """The call's request id (the same on every attempt) joins the span to logs."""
+        rid = request.headers.get("X-Request-Id")
+        if rid is not None:
+            self.span.set_attribute("svc_async.request_id", rid)
 
     def attempt(self, number: int, response: Response | None, failure: SvcError | None) -> None:
         self.attempts = number
