@@ -32,7 +32,7 @@ import logging
 import os
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 import orjson
@@ -394,24 +394,60 @@ _ID_COUNT = itertools.count(1)
 def new_request_id() -> str:
     """A request id unique to this call: a random prefix of this process, then a count
     (cheaper than a uuid on every call, and as unique across processes)."""
-    return f"{_ID_PREFIX}-{next(_ID_COUNT):08x}"
+    return f"{_ID_PREFIX}-{next(_ID_COUNT)}"
 
 
 # ---------------------------------------------------------------- the call and its loop
 
 
-async def run(env: Env, call: Call) -> Any:
+async def run(env: Env, call: Call, outer: float | Literal["context"] | None = "context") -> Any:
     """Carry ``call`` out: every step, waits included, by the call's deadline.
 
-    The deadline is ``call.timeout`` from now, or the deadline of the call or wait this
-    one runs inside (``deadline_scope``), whichever is first. Each send is cut off at the
-    deadline (and at ``call.attempt_timeout``) whether or not the transport honours
-    ``Request.timeout``. Returns the decoded data (the ``Reply`` when ``call.reply``;
-    ``Ambiguous`` when ``call.ambiguous`` and the outcome is). The calling task is
-    tracked meanwhile; cancelled because the client closed, the call raises
-    ``ClientClosedError``.
+    The deadline is ``call.timeout`` from now, or the ``outer`` deadline (by default the
+    one of the call or wait this one runs inside: ``deadline_scope``), whichever is
+    first. Each send is cut off at the deadline (and at ``call.attempt_timeout``)
+    whether or not the transport honours ``Request.timeout``. Returns the decoded data
+    (the ``Reply`` when ``call.reply``; ``Ambiguous`` when ``call.ambiguous`` and the
+    outcome is). The calling task is tracked meanwhile; cancelled because the client
+    closed, the call raises ``ClientClosedError``. Every ``SvcError`` it raises carries
+    the call's request id.
     """
-    return await _carry(env, call, _deadline(env.clock.now(), call.timeout, _DEADLINE.get()))
+    if outer == "context":
+        outer = _DEADLINE.get()
+    deadline = _deadline(env.clock.now(), call.timeout, outer)
+    tracker = env.tracker
+    task = asyncio.current_task(tracker.loop)
+    tracker.enter(task)
+    watch = _watch(env, call) if env.observers else None
+    rid = new_request_id()
+    try:
+        result = await _attempts(env, call, deadline, watch, rid)
+    except BaseException as exc:
+        raise _ended(tracker, task, call, watch, rid, exc) from None
+    finally:
+        tracker.leave(task)
+    if watch is not None:
+        watch.end(None)
+    return result
+
+
+def _ended(
+    tracker: Tracker,
+    task: asyncio.Task[Any] | None,
+    call: Call,
+    watch: CallWatch | None,
+    rid: str,
+    exc: BaseException,
+) -> BaseException:
+    """What a call that raised ``exc`` raises: ``ClientClosedError`` for a cancellation
+    by ``aclose()``, else ``exc``; an ``SvcError`` with the call's request id."""
+    if isinstance(exc, asyncio.CancelledError):
+        exc = tracker.closing(task, f"{call.method} {call.url.path}") or exc
+    if isinstance(exc, SvcError) and exc.request_id is None:
+        exc.request_id = rid
+    if watch is not None:
+        watch.end(exc)
+    return exc
 
 
 def _deadline(now: float, timeout: float | None, outer: float | None) -> float | None:
@@ -422,52 +458,21 @@ def _deadline(now: float, timeout: float | None, outer: float | None) -> float |
     return own if outer is None or own < outer else outer
 
 
-async def _carry(env: Env, call: Call, deadline: float | None) -> Any:
-    """One call under ``deadline``: its task tracked, its steps watched, its attempts;
-    every error it raises carries its request id."""
-    tracker = env.tracker
-    task = asyncio.current_task(tracker.loop)
-    tracker.enter(task)
-    watch = _watch(env, call) if env.observers else None
-    rid = new_request_id()
-    try:
-        result = await _attempts(env, call, deadline, watch, rid)
-    except SvcError as exc:
-        if exc.request_id is None:
-            exc.request_id = rid
-        if watch is not None:
-            watch.end(exc)
-        raise
-    except asyncio.CancelledError as exc:
-        closed = tracker.closing(task, f"{call.method} {call.url.path}")
-        if watch is not None:
-            watch.end(closed or exc)
-        if closed is not None:
-            closed.request_id = rid
-            raise closed from None
-        raise
-    except BaseException as exc:
-        if watch is not None:
-            watch.end(exc)
-        raise
-    finally:
-        tracker.leave(task)
-    if watch is not None:
-        watch.end(None)
-    return result
-
-
 async def _attempts(
     env: Env, call: Call, deadline: float | None, watch: CallWatch | None, rid: str
 ) -> Any:
-    """Attempt after attempt: credentials, prepare, exchange, decide, act."""
+    """Attempt after attempt: credentials, pace, prepare, exchange, decide, act."""
     attempt = 0
     renewed = False
     started = env.clock.now()
     while True:
         attempt += 1
-        auth = await _credentials(env, call, deadline)
-        request = await _prepare(env, call, auth, deadline, watch, rid)
+        auth = env.static_auth if call.authenticate else None
+        if auth is None and call.authenticate:
+            auth = await _credentials(env, deadline)
+        if env.pacer is not None and call.service and not env.pacer.admit():
+            await _pace(env.pacer, env.clock, call, deadline, watch)
+        request = _prepare(env, call, auth, deadline, rid, watch)
         response, data, failure = await _exchange(env, call, request, attempt, watch)
         if failure is None and response is not None and _succeeded(call, response.status):
             data, failure = _decoded(call, response, data)
@@ -552,13 +557,9 @@ class _Watches:
 # ---------------------------------------------------------------- step: credentials
 
 
-async def _credentials(env: Env, call: Call, deadline: float | None) -> Mapping[str, str] | None:
-    """The auth headers of the next attempt (None: the call sends none); logs in first
-    when the auth has no credentials yet."""
-    if not call.authenticate:
-        return None
-    if env.static_auth is not None:
-        return env.static_auth
+async def _credentials(env: Env, deadline: float | None) -> Mapping[str, str]:
+    """The auth headers of the next attempt of an auth that may change them; logs in
+    first when it has none yet. (A static auth's headers need no step at all.)"""
     headers = env.auth.headers()
     if headers is None:
         await _drive(env, env.auth.flow(None), deadline)
@@ -616,33 +617,30 @@ async def _account(env: Env, request: AccountRequest, deadline: float | None) ->
         "auth." + request.path.rsplit("/", 1)[-1],
         authenticate=False,
     )
-    return await _carry(env, call, _deadline(env.clock.now(), call.timeout, deadline))
+    return await run(env, call, deadline)
 
 
 # ---------------------------------------------------------------- step: prepare
 
 
-async def _prepare(
+def _prepare(
     env: Env,
     call: Call,
     auth: Mapping[str, str] | None,
     deadline: float | None,
-    watch: CallWatch | None,
     rid: str,
+    watch: CallWatch | None,
 ) -> Request:
-    """The attempt's request: headers merged (the call's id on every attempt), paced,
-    its time limit within the deadline."""
-    merged = CIMultiDict(request_headers(env, auth, call.content is not None))
+    """The attempt's request: headers merged (the call's id on every attempt), its time
+    limit within the deadline."""
+    merged = request_headers(env, auth, call.content is not None).copy()
     if call.headers is not None:
         merged.update(call.headers)
     merged[REQUEST_ID] = rid
-    headers = CIMultiDictProxy(merged)
-    if env.pacer is not None and call.service and not env.pacer.admit():
-        await _pace(env.pacer, env.clock, call, deadline, watch)
     timeout = call.attempt_timeout
     if deadline is not None:
         timeout = _bounded(timeout, deadline, env.clock.now())
-    request = Request(call.method, call.url, headers, call.content, timeout)
+    request = Request(call.method, call.url, CIMultiDictProxy(merged), call.content, timeout)
     if watch is not None:
         watch.request(request)
     return request
@@ -659,7 +657,11 @@ async def _exchange(
     data: Any = _NO_DATA
     failure: SvcError | None = None
     try:
-        response, data = await _send(env, call, request)
+        limit = request.timeout
+        if call.stream_decode is None and (env.transport_cuts or not limit or not limit.total):
+            response = await env.transport.send(request)  # the common path: no layer more
+        else:
+            response, data = await _send(env, call, request)
     except (TransportError, ResponseDecodeError) as exc:
         failure = exc
     finally:

@@ -17,7 +17,7 @@ from svc_async.testing import FakeService
 from .conftest import serve_app
 from .redis_server import free_port
 
-ID = re.compile(r"^[0-9a-f]{12}-[0-9a-f]{8}$")
+ID = re.compile(r"^[0-9a-f]{12}-[0-9]+$")
 
 
 def _app(seen: list[str], answers: list[tuple[int, dict[str, str]]]) -> web.Application:
@@ -68,7 +68,7 @@ async def test_the_debug_line_names_the_id(caplog: pytest.LogCaptureFixture) -> 
         async with Client(url, token=FakeService.DEFAULT_TOKEN) as svc:
             await svc.seasons.list()
     (line,) = [r.getMessage() for r in caplog.records if "-> 200" in r.getMessage()]
-    assert re.search(r"\(request [0-9a-f]{12}-[0-9a-f]{8}\)$", line), line
+    assert re.search(r"\(request [0-9a-f]{12}-[0-9]+\)$", line), line
 
 
 async def test_the_span_carries_the_id() -> None:
