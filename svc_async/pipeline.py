@@ -467,11 +467,11 @@ async def _attempts(
     started = env.clock.now()
     while True:
         attempt += 1
-        auth = env.static_auth if call.authenticate else None
-        if auth is None and call.authenticate:
+        auth = _fixed_auth(env, call)
+        if auth is _ASK_AUTH:
             auth = await _credentials(env, deadline)
         if env.pacer is not None and call.service and not env.pacer.admit():
-            await _pace(env.pacer, env.clock, call, deadline, watch)
+            await _pace(env.pacer, env.clock, call, deadline, watch)  # held back: wait
         request = _prepare(env, call, auth, deadline, rid, watch)
         response, data, failure = await _exchange(env, call, request, attempt, watch)
         if failure is None and response is not None and _succeeded(call, response.status):
@@ -483,18 +483,33 @@ async def _attempts(
                 return _reply(env, data, response, attempt, started, rid)
         decision, failure = _after(env, call, attempt, renewed, response, failure, deadline)
         failure.request_id = _answered_id(response, rid)
-        action = decision.action
-        if action is Action.RENEW:
+        if decision.action is Action.RENEW:
             renewed = True
             if not await _renewed(env, auth, deadline):
                 raise failure
             attempt -= 1  # a renewal is not a retry
-        elif action is Action.RESOLVE:
-            return Ambiguous(failure, deadline)
-        elif action is Action.RAISE:
-            raise failure
-        else:
-            await env.clock.sleep(_wait_before_retry(call, attempt, decision, watch))
+            continue
+        ambiguous = await _act(env, call, attempt, decision, failure, deadline, watch)
+        if ambiguous is not None:
+            return ambiguous
+
+
+async def _act(
+    env: Env,
+    call: Call,
+    attempt: int,
+    decision: Decision,
+    failure: SvcError,
+    deadline: float | None,
+    watch: CallWatch | None,
+) -> Ambiguous | None:
+    """Carry a decision out: raise, hand an ambiguous outcome back, or wait to retry."""
+    if decision.action is Action.RAISE:
+        raise failure
+    if decision.action is Action.RESOLVE:
+        return Ambiguous(failure, deadline)
+    await env.clock.sleep(_wait_before_retry(call, attempt, decision, watch))
+    return None
 
 
 def _reply(
@@ -555,6 +570,18 @@ class _Watches:
 
 
 # ---------------------------------------------------------------- step: credentials
+
+
+_ASK_AUTH: Mapping[str, str] = {}
+"""``_fixed_auth``'s answer when the auth's headers may change: ask it (``_credentials``)."""
+
+
+def _fixed_auth(env: Env, call: Call) -> Mapping[str, str] | None:
+    """The auth headers known without a step: none for a call without credentials, a
+    static auth's own; otherwise ``_ASK_AUTH``."""
+    if not call.authenticate:
+        return None
+    return _ASK_AUTH if env.static_auth is None else env.static_auth
 
 
 async def _credentials(env: Env, deadline: float | None) -> Mapping[str, str]:
