@@ -414,14 +414,15 @@ async def run(env: Env, call: Call, outer: float | Literal["context"] | None = "
     """
     if outer == "context":
         outer = _DEADLINE.get()
-    deadline = _deadline(env.clock.now(), call.timeout, outer)
+    now = env.clock.now()
+    deadline = _deadline(now, call.timeout, outer)
     tracker = env.tracker
     task = asyncio.current_task(tracker.loop)
     tracker.enter(task)
     watch = _watch(env, call) if env.observers else None
     rid = new_request_id()
     try:
-        result = await _attempts(env, call, deadline, watch, rid)
+        result = await _attempts(env, call, deadline, now, watch, rid)
     except BaseException as exc:
         raise _ended(tracker, task, call, watch, rid, exc) from None
     finally:
@@ -459,20 +460,30 @@ def _deadline(now: float, timeout: float | None, outer: float | None) -> float |
 
 
 async def _attempts(
-    env: Env, call: Call, deadline: float | None, watch: CallWatch | None, rid: str
+    env: Env,
+    call: Call,
+    deadline: float | None,
+    started: float,
+    watch: CallWatch | None,
+    rid: str,
 ) -> Any:
-    """Attempt after attempt: credentials, pace, prepare, exchange, decide, act."""
+    """Attempt after attempt: credentials, pace, prepare, exchange, decide, act.
+
+    The clock is read again only after a step that waited (one read on a plain call).
+    """
     attempt = 0
     renewed = False
-    started = env.clock.now()
+    now = started
     while True:
         attempt += 1
         auth = _fixed_auth(env, call)
         if auth is _ASK_AUTH:
             auth = await _credentials(env, deadline)
+            now = env.clock.now()
         if env.pacer is not None and call.service and not env.pacer.admit():
             await _pace(env.pacer, env.clock, call, deadline, watch)  # held back: wait
-        request = _prepare(env, call, auth, deadline, rid, watch)
+            now = env.clock.now()
+        request = _prepare(env, call, auth, deadline, now, rid, watch)
         response, data, failure = await _exchange(env, call, request, attempt, watch)
         if failure is None and response is not None and _succeeded(call, response.status):
             data, failure = _decoded(call, response, data)
@@ -488,10 +499,12 @@ async def _attempts(
             if not await _renewed(env, auth, deadline):
                 raise failure
             attempt -= 1  # a renewal is not a retry
+            now = env.clock.now()
             continue
         ambiguous = await _act(env, call, attempt, decision, failure, deadline, watch)
         if ambiguous is not None:
             return ambiguous
+        now = env.clock.now()
 
 
 async def _act(
@@ -655,6 +668,7 @@ def _prepare(
     call: Call,
     auth: Mapping[str, str] | None,
     deadline: float | None,
+    now: float,
     rid: str,
     watch: CallWatch | None,
 ) -> Request:
@@ -665,8 +679,8 @@ def _prepare(
         merged.update(call.headers)
     merged[REQUEST_ID] = rid
     timeout = call.attempt_timeout
-    if deadline is not None:
-        timeout = _bounded(timeout, deadline, env.clock.now())
+    if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
+        timeout = _bounded(timeout, deadline, now)
     request = Request(call.method, call.url, CIMultiDictProxy(merged), call.content, timeout)
     if watch is not None:
         watch.request(request)
