@@ -12,8 +12,8 @@ Ratios are medians against the orjson median of the same size, interleaved round
 At 1,000 entries the SDK also decodes the same entries in today's shapes
 (``_payloads.live_entries``: every key present, 13 checks, numeric ``svcMixId``, null
 licence data, manual-status objects), which the peers' models do not accept.
-The collector is on while timing (production conditions; the SDK pauses it inside
-``structure`` itself); at 1,000 entries a second pass with it paused for every candidate
+The collector is on while timing (production conditions; the SDK leaves it alone unless
+the user sets ``converter.wrap_structuring``); at 1,000 entries a second pass with it paused for every candidate
 gives the pure-CPU ratios, and a third without the ``gc.collect()`` between samples
 gives the steady state, where each candidate pays the collections of its own garbage. A cProfile of the SDK pass at 1,000 entries names where its
 time goes.

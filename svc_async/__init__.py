@@ -1,8 +1,12 @@
 """svc_async: the asyncio SDK for the Licence Verification Service."""
 
 import logging as _logging
-from typing import TYPE_CHECKING, Any
+import os as _os
+import sys as _sys
+import warnings as _warnings
+from typing import TYPE_CHECKING, Any, TextIO
 
+from ._answers import Reply
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, HeaderAuth
 from .client import Client
@@ -21,6 +25,7 @@ from .errors import (
     LocalProtocolError,
     NotFoundError,
     PermissionDeniedError,
+    ProxyError,
     RateLimitError,
     RedirectError,
     RequestTimeout,
@@ -99,12 +104,52 @@ from .types import AttemptTimeoutArg, Progress, TimeoutArg
 # handler would print the SDK's warnings to stderr of programs that configured nothing.
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
+_SVC_LOG_LEVELS = {"debug": _logging.DEBUG, "info": _logging.INFO}
+
+
+class _SvcLogHandler(_logging.StreamHandler[TextIO]):
+    """The stderr handler ``SVC_LOG`` asks for, marked so it is never added twice."""
+
+    svc_log = True
+
+
+def _log_as_svc_log_says() -> None:
+    """``SVC_LOG=debug|info``: the SDK's log on stderr at that level, nothing else.
+
+    The one change to logging the package makes, and only when asked by that variable
+    (read here, once, at import): one handler on the ``svc_async`` logger (not the
+    root), and that logger's level lowered to it if needed. Another value warns once
+    and is ignored.
+    """
+    value = _os.environ.get("SVC_LOG", "").strip()
+    if not value:
+        return
+    level = _SVC_LOG_LEVELS.get(value.lower())
+    if level is None:
+        _warnings.warn(
+            f"SVC_LOG={value!r} is ignored: use debug or info", RuntimeWarning, stacklevel=2
+        )
+        return
+    logger = _logging.getLogger(__name__)
+    if any(getattr(h, "svc_log", False) is True for h in logger.handlers):
+        return  # already there (the package imported again, e.g. reloaded)
+    handler = _SvcLogHandler(_sys.stderr)
+    handler.setLevel(level)
+    handler.setFormatter(_logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+    if logger.level == _logging.NOTSET or logger.level > level:
+        logger.setLevel(level)
+
+
+_log_as_svc_log_says()
+
 if TYPE_CHECKING:
     from .bulk import EntryBatch
     from .converter import to_dict
     from .downloads import DownloadResult
     from .polling import PollPolicy
     from .sync import EventCursor, SyncResult, SyncState
+    from .transport_httpx import HttpxTransport
     from .webhooks import EntryUpdate, JobStatusUpdate, OutputFileUpdate, WebhookReceiver
 
 _LAZY = {
@@ -119,11 +164,13 @@ _LAZY = {
     "EntryUpdate": "webhooks",
     "OutputFileUpdate": "webhooks",
     "WebhookReceiver": "webhooks",
+    "HttpxTransport": "transport_httpx",  # imports httpx: the ``httpx`` extra
 }
 
 
 def __getattr__(name: str) -> Any:
-    """Load the poller, bulk, sync, webhook, download and converter names on first use."""
+    """Load the poller, bulk, sync, webhook, download, converter and httpx transport names
+    on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'svc_async' has no attribute {name!r}")
@@ -170,6 +217,7 @@ __all__ = [
     "ExternalLicenseFile",
     "GrantType",
     "HeaderAuth",
+    "HttpxTransport",
     "JobRequest",
     "JobSearchResults",
     "JobStatus",
@@ -200,11 +248,13 @@ __all__ = [
     "PermissionDeniedError",
     "PollPolicy",
     "Progress",
+    "ProxyError",
     "PublicDomainProof",
     "RateLimit",
     "RateLimitError",
     "RecordingStatus",
     "RedirectError",
+    "Reply",
     "Request",
     "RequestTimeout",
     "Response",

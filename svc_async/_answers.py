@@ -8,6 +8,7 @@ a call's data with the status and headers of the response that carried it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
 import orjson
@@ -24,6 +25,12 @@ from .transport import Response
 __all__ = ["Reply", "ResponseMeta", "api_error", "decode_json", "read_exactly"]
 
 T = TypeVar("T")
+
+REPLIES: ContextVar[list[tuple[str, Reply[Any]]] | None] = ContextVar(
+    "svc_async_replies", default=None
+)
+"""Where the calls of this task hand their replies, by operation, while someone listens
+(``Client.with_raw_response``); None: nobody does."""
 
 
 class ResponseMeta:

@@ -17,6 +17,7 @@ from .errors import (
     APIError,
     ConnectError,
     LocalProtocolError,
+    ProxyError,
     RequestTimeout,
     ResponseTooLargeError,
     SvcError,
@@ -109,12 +110,14 @@ def decide(
 
     ``backoff`` is the jittered wait the policy draws for this attempt (drawn by the
     caller so this stays pure). Rules, in order: 2xx returns; a 401 renews auth once;
-    an oversized body, a request refused locally or a status outside
-    ``policy.statuses`` raises; a failure that may have been processed by a call unsafe
-    to repeat is resolved (when a resolver exists) or raised; a server wait above
-    ``policy.max_server_wait`` raises as a rate limit, however large; then every retry,
-    429s included, needs an attempt left, a wait (``policy.retry_wait``) that ends
-    before the deadline (else it raises at once), and its cost in the retry budget.
+    an oversized body, a request refused locally, a request a proxy refused
+    (``ProxyError.refused``: an unreachable proxy is a connect error like any other) or
+    a status outside ``policy.statuses`` raises; a failure that may have been processed
+    by a call unsafe to repeat is resolved (when a resolver exists) or raised; a server
+    wait above ``policy.max_server_wait`` raises as a rate limit, however large; then
+    every retry, 429s included, needs an attempt left, a wait (``policy.retry_wait``)
+    that ends before the deadline (else it raises at once), and its cost in the retry
+    budget.
     """
     final = _without_retry(outcome, policy, idempotent, can_renew, can_resolve)
     if final is not None:
@@ -135,6 +138,8 @@ def _without_retry(
         return Decision(Action.RAISE, reason="too large")
     if isinstance(failure, LocalProtocolError):
         return Decision(Action.RAISE, reason="refused locally")
+    if isinstance(failure, ProxyError) and failure.refused:
+        return Decision(Action.RAISE, reason="proxy refused")
     if isinstance(failure, APIError) and status not in policy.statuses:
         return Decision(Action.RAISE, reason=f"HTTP {status}")
     if not idempotent and not outcome.unprocessed:

@@ -22,7 +22,6 @@ body chunks; ``StreamDecode`` is the pipeline's ``stream_decode`` strategy for e
 from __future__ import annotations
 
 import asyncio
-import gc
 import re
 import weakref
 from collections import deque
@@ -32,7 +31,7 @@ from typing import Any, TypeVar
 import orjson
 
 from ._exact_json import has_long_number
-from .converter import structure
+from .converter import structure, structuring_step
 from .errors import ResponseDecodeError
 from .pipeline import decode_json, read_exactly
 from .redact import redact_text
@@ -255,9 +254,6 @@ class ArraySplitter:
 
     def _decode(self, part: bytes, *, exact: bool) -> list[Any] | None:
         """``orjson.loads`` of whole elements; None for a failed guess, raises when exact."""
-        gc_was_on = gc.isenabled()
-        if gc_was_on:
-            gc.disable()  # only around this synchronous step, never across an await
         try:
             text = b"[" + part + b"]"
             items = orjson.loads(text)
@@ -267,9 +263,6 @@ class ArraySplitter:
             if not exact:
                 return None
             raise self._syntax(exc.msg, part) from None
-        finally:
-            if gc_was_on:
-                gc.enable()
         return items  # type: ignore[no-any-return]
 
     def _syntax(self, why: str, part: bytes = b"") -> ResponseDecodeError:
@@ -305,8 +298,9 @@ async def structure_chunks(
 ) -> list[T]:
     """Decode a streamed JSON array into ``list[item_type]``, slice by slice.
 
-    Each slice's decode and structuring is one synchronous step (the GC is paused only
-    inside it); between slices control goes back to the loop. The calls on one loop
+    Each slice's decode and structuring is one synchronous step (run inside the
+    converter's ``wrap_structuring`` wrapper, if one is set); between slices control goes
+    back to the loop. The calls on one loop
     take turns at it (``_Turns``). Errors are the ``ResponseDecodeError`` the one-shot
     path raises, with the path in the whole answer.
     """
@@ -348,24 +342,16 @@ def _steps(
 
 
 def _step(slices: Iterator[tuple[int, list[Any]]], out: list[T], tp: type[T], status: Any) -> bool:
-    """Decode and structure the next slice into ``out``: one synchronous step.
-
-    The GC is paused for the whole step, so the slice's dicts are freed before any
-    collection sees them and the models are scanned once, by the next young collection.
-    """
-    gc_was_on = gc.isenabled()
-    if gc_was_on:
-        gc.disable()
-    try:
+    """Decode and structure the next slice into ``out``: one synchronous step, run in
+    the converter's ``structuring_step`` (a wrapper the user set, e.g. a GC pause: the
+    slice's dicts are then freed before any collection sees them)."""
+    with structuring_step():
         got = next(slices, None)
         if got is None:
             return False
         first, items = got
         out += structure_slice(items, tp, first, status)
         return True
-    finally:
-        if gc_was_on:
-            gc.enable()
 
 
 class _Turns:

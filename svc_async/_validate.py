@@ -9,6 +9,8 @@ from typing import Any
 
 import yarl
 
+from ._headers import FORBIDDEN
+
 MAX_PAGE_SIZE = 100
 """The service's largest accepted ``limit``."""
 
@@ -36,9 +38,6 @@ JOB_TYPES: tuple[str, ...] = ("VOD", "Routine")
 OUTPUT_OPERATIONS: tuple[str, ...] = ("Mute",)
 OUTPUT_FILE_TYPES: tuple[str, ...] = ("Audio",)
 
-_HEADER_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-"""What no HTTP header may hold (RFC 9110 5.5): control characters but tab, CR, LF and NUL
-among them. aiohttp refuses such a header at send time; the SDK refuses it when given."""
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 """An HTTP token (RFC 9110 5.6.2): what a header name is made of."""
 
@@ -103,25 +102,12 @@ def header_value(value: Any, name: str) -> str:
     """
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
-    if _HEADER_FORBIDDEN.search(value) is not None:
+    if FORBIDDEN.search(value) is not None:
         raise ValueError(
             f"{name} holds a control character (CR, LF, NUL or another) that cannot be sent"
             " in an HTTP header; check for a stray newline"
         )
     return value
-
-
-def header_problem(headers: Mapping[str, str]) -> str | None:
-    """The name of the first header aiohttp would refuse to send, or None.
-
-    What it refuses: a name or value that is not a string or holds a control character.
-    """
-    for key, value in headers.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            return str(key)
-        if _HEADER_FORBIDDEN.search(key) is not None or _HEADER_FORBIDDEN.search(value):
-            return key
-    return None
 
 
 def header_name(value: Any, name: str) -> str:
@@ -229,6 +215,20 @@ def email(value: Any, name: str = "email") -> str:
 def optional_email(value: Any, name: str = "email") -> str | None:
     """A valid email address or None (sent as ``null``)."""
     return None if value is None else email(value, name)
+
+
+def account_name(value: Any) -> str | None:
+    """A fleet's ``account=``: None, or a name that is not blank."""
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ValueError("account must be a non-empty string naming the account")
+    return value
+
+
+def positive_seconds(value: Any, name: str) -> float:
+    """A duration: a positive number of seconds (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{name} must be a positive number of seconds")
+    return float(value)
 
 
 def optional_string(value: Any, name: str) -> str | None:

@@ -23,7 +23,7 @@ import attrs
 import orjson
 
 from ._webhook_payloads import Delivery, JobStatusUpdate, OutputFileUpdate
-from .clock import SYSTEM_CLOCK, Clock
+from .clock import SYSTEM_CLOCK, Clock, wait_tasks
 from .models import Entry
 from .retry import RetryPolicy
 
@@ -234,13 +234,13 @@ class LocalDispatcher:
 
     async def drain(self, timeout: float | None = None) -> None:
         if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=timeout)
+            await wait_tasks(self.clock, self._tasks, timeout)
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
         tasks = set(self._tasks)
         if not tasks:
             return
-        _, late = await asyncio.wait(tasks, timeout=timeout)
+        _, late = await wait_tasks(self.clock, tasks, timeout)
         for task in late:
             task.cancel()
         if late:

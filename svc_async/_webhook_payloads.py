@@ -10,7 +10,7 @@ into a float, so a body with such a number is decoded again by the standard libr
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import orjson
@@ -18,9 +18,6 @@ import orjson
 from ._exact_json import has_long_number, loads_exact, too_deep
 from .errors import ResponseDecodeError, WebhookPayloadError
 from .models import Entry, JobStatus, OutputFile
-
-if TYPE_CHECKING:
-    from .sync import SyncState
 
 _JOB_STATUSES = {s.value: s for s in JobStatus}
 
@@ -242,39 +239,6 @@ def parse_delivery(
     if any(key in data for key in _OUTPUT_FILE_KEYS):
         return _output_file(data)
     return _status_update(data)
-
-
-def feed_sync_state(state: SyncState, update: EntryUpdate) -> SyncState:
-    """``state`` advanced by an entry update, so the next ``entries.sync`` does not report
-    the delivered version of the entry again (a later change still is).
-
-    Only events the state already tracks are fed: an event never synced is fetched in
-    full by its first sync anyway, and season updates have no sync cursor. Test
-    deliveries change nothing. The state is immutable: use the returned one.
-    """
-    from .sync import SyncState
-
-    if not isinstance(state, SyncState):
-        raise TypeError(f"state must be a SyncState, got {type(state).__name__}")
-    if not isinstance(update, EntryUpdate):
-        raise TypeError(f"update must be an EntryUpdate, got {type(update).__name__}")
-    if update.is_test or update.event_id is None:
-        return state
-    cursor = state.cursor(update.event_id)
-    if cursor is None:
-        return state
-    recording = update.entry.sound_recording
-    stamp = None if recording is None else recording.updated_at
-    # The same (entry id, recording updatedAt) pairs the sync uses to drop repeats; a
-    # version at or before the watermark is not fetched again and needs no record.
-    if cursor.since is not None and (stamp is None or stamp <= cursor.since):
-        return state
-    pair = (update.entry.id, stamp)
-    if pair in cursor.seen:
-        return state
-    events = dict(state.events)
-    events[update.event_id] = attrs.evolve(cursor, seen=cursor.seen | {pair})
-    return attrs.evolve(state, events=events)
 
 
 def describe(update: Delivery) -> str:

@@ -33,13 +33,17 @@ import attrs
 from . import _validate as v
 from .errors import ClientClosedError, SvcError, WrongEventLoopError
 from .models import Entry
-from .resources.entries import EVENT_PATH, SEASON_PATH, filter_body
 from .types import Progress
 
 R = TypeVar("R")
 
-FetchPath = Callable[[str, "dict[str, Any] | None"], Awaitable["builtins.list[Entry]"]]
-"""Fetch the entries at an API path with an optional filter body."""
+FetchEntries = Callable[[int, "dict[str, Any] | None"], Awaitable["builtins.list[Entry]"]]
+"""Fetch the entries of one event or season (by id) with an optional filter body."""
+
+FilterBody = Callable[
+    ["dt.datetime | None", "Iterable[Mapping[str, Any]] | None"], "dict[str, Any] | None"
+]
+"""Check and build the filter body of an entries call (None: no filter)."""
 
 Source = Literal["event", "season"]
 """What a batch's id names: an event or a season."""
@@ -195,10 +199,11 @@ def _per_source(error: Exception) -> bool:
 
 
 def entry_batches(
-    fetch_path: FetchPath,
+    fetch: FetchEntries,
     source: Source,
     ids: Iterable[int],
     *,
+    filter_body: FilterBody,
     concurrency: int = 8,
     updated_after: dt.datetime | None = None,
     fields: Iterable[Mapping[str, Any]] | None = None,
@@ -210,18 +215,17 @@ def entry_batches(
     keys = unique_ids(ids, name)
     limit = check_concurrency(concurrency)
     body = filter_body(updated_after, fields)  # checked and built once, not per id
-    path = EVENT_PATH if source == "event" else SEASON_PATH
     check_progress(progress)
     if not isinstance(raise_on_error, bool):
         raise TypeError("raise_on_error must be a bool")
 
-    async def fetch(key: int) -> builtins.list[Entry]:
-        return await fetch_path(path.format(id=key), body)
+    async def fetch_one(key: int) -> builtins.list[Entry]:
+        return await fetch(key, body)
 
     return batches(
         source,
         keys,
-        fetch,
+        fetch_one,
         concurrency=limit,
         raise_on_error=raise_on_error,
         progress=progress,

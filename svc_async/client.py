@@ -8,6 +8,7 @@ and the decoded JSON goes back to the sub-client, which structures it into model
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import random
@@ -22,9 +23,10 @@ import orjson
 import yarl
 
 from . import _validate
+from ._compat import caller_frame
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
-from .clock import SYSTEM_CLOCK, Clock, running_loop
+from .clock import SYSTEM_CLOCK, Clock, running_loop, wait_tasks, within
 from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
 from .fleet import fleet_url
 from .models import RateLimit
@@ -45,6 +47,7 @@ if TYPE_CHECKING:  # downloads, webhooks and tracing load on first use
     from opentelemetry.trace import TracerProvider
 
     from .downloads import DownloadResult
+    from .raw import RawResponses
     from .webhooks import WebhookReceiver
 
 logger = logging.getLogger(__name__)
@@ -233,54 +236,23 @@ class Client:
         account: str | None = None,
     ) -> None:
         self._base, self._account = _hosts(base_url, account_url)
-        if token is not None and auth is not None:
-            raise ValueError("pass either token= or auth=, not both")
-        if auth is None:
-            auth = _auth_from(token)
-        elif not isinstance(auth, Auth):
-            raise TypeError("auth must implement the Auth protocol (headers and renew)")
-        if transport is not None and not isinstance(transport, Transport):
-            raise TypeError("transport must implement the Transport protocol (send, aclose)")
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise TypeError("retry must be a RetryPolicy")
-        if clock is None:
-            clock = SYSTEM_CLOCK
-        elif not isinstance(clock, Clock):
-            raise TypeError("clock must implement the Clock protocol (now, wall and sleep)")
-        pacer: Pacing | None
-        if isinstance(rate_limit, Pacer):
-            pacer = rate_limit
-            if rate_limit.clock is SYSTEM_CLOCK:
-                rate_limit.clock = clock  # one timeline for the pacer and the deadlines
-        elif isinstance(rate_limit, bool):
-            pacer = Pacer(clock=clock) if rate_limit else None
-        elif isinstance(rate_limit, Pacing):
-            pacer = rate_limit
-        else:
-            raise TypeError("rate_limit must be a bool or a Pacer")
+        auth = _resolve_auth(token, auth)
+        _check_parts(transport, retry)
+        clock = _resolve_clock(clock)
+        pacer = _local_pacer(rate_limit, clock)
         fleet = fleet_url(fleet)
-        if account is not None and (not isinstance(account, str) or not account.strip()):
-            raise ValueError("account must be a non-empty string naming the account")
-        fleet_pacer = None
-        if fleet is not None and isinstance(pacer, Pacer):
-            pacer = fleet_pacer = _fleet_pacer(fleet, pacer, self._base, auth, account, clock)
-        owned_receiver = None
-        if fleet is not None and webhooks is None and account is not None:
-            from .webhooks import WebhookReceiver
-
-            webhooks = owned_receiver = WebhookReceiver(fleet=fleet, account=account, clock=clock)
+        _validate.account_name(account)
+        pacer, fleet_pacer = _with_fleet(fleet, pacer, self._base, auth, account, clock)
+        owned_receiver = _owned_receiver(fleet, webhooks, account, clock)
+        if owned_receiver is not None:
+            webhooks = owned_receiver
         trace = _trace_hook(tracing)
         whole, per = _split(timeout, attempt_timeout, stacklevel=2)
         self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
         self._attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT if per == "default" else per
         self._retry = retry or RetryPolicy()
-        self._origin = _origin_of(sys._getframe(1))
-        if user_agent is not None:
-            _validate.header_value(user_agent, "user_agent")
-        headers = {
-            "User-Agent": user_agent or f"svc-async/{__version__}",
-            "Accept": "application/json",
-        }
+        self._origin = _origin_of(caller_frame(1))
+        headers = _default_headers(user_agent)
         self._shared = shared = _Shared(
             transport=transport or AiohttpTransport(),
             owns_transport=True,  # httpx's rule: a client closes the transport it was given
@@ -365,7 +337,7 @@ class Client:
         for task in running:
             task.cancel(_CLOSING)
         if running:
-            await asyncio.wait(running, timeout=5.0)
+            await wait_tasks(shared.clock, running, 5.0)  # their unwinding, briefly
         if shared.owns_transport:
             await shared.transport.aclose()
         if shared.fleet is not None:
@@ -430,6 +402,7 @@ class Client:
         whole, per = _split(timeout, attempt_timeout, stacklevel=2)
         view = object.__new__(Client)
         view.__dict__.update(self.__dict__)
+        view.__dict__.pop("with_raw_response", None)  # the view's own, over its sub-clients
         view.__dict__["_view"] = True
         if whole != "default":
             view._timeout = whole
@@ -439,6 +412,15 @@ class Client:
             view._retry = retry
         view._resources()
         return view
+
+    @functools.cached_property
+    def with_raw_response(self) -> RawResponses:
+        """The same calls, each returning its ``Reply`` (``svc_async.raw``): the model in
+        ``.data``, and this call's own status, headers, rate limit, attempts, elapsed
+        time and request id. A view: it shares this client (and its options)."""
+        from .raw import RawResponses
+
+        return RawResponses(self.orgs, self.seasons, self.events, self.entries, self.jobs)
 
     def _resources(self) -> None:
         """Set up the sub-clients, and the defaults of a call that gives no options.
@@ -509,7 +491,7 @@ class Client:
         try:
             # Every hop, retry, backoff and login of the download ends by its deadline.
             with deadline_scope(self._shared.clock.now() + seconds):
-                async with asyncio.timeout(seconds) as timer:
+                async with within(self._shared.clock, seconds) as timer:
                     return await self._tracked(work, what)
         except TimeoutError:
             if not timer.expired():
@@ -627,6 +609,84 @@ class Client:
         return url
 
 
+def _resolve_auth(token: str | None, auth: Auth | None) -> Auth:
+    """The client's credential: ``token`` or ``auth`` as passed, else the environment's."""
+    if token is not None and auth is not None:
+        raise ValueError("pass either token= or auth=, not both")
+    if auth is None:
+        return _auth_from(token)
+    if not isinstance(auth, Auth):
+        raise TypeError("auth must implement the Auth protocol (headers and renew)")
+    return auth
+
+
+def _check_parts(transport: Transport | None, retry: RetryPolicy | None) -> None:
+    """``TypeError`` when ``transport=`` or ``retry=`` is not what it must be."""
+    if transport is not None and not isinstance(transport, Transport):
+        raise TypeError("transport must implement the Transport protocol (send, aclose)")
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise TypeError("retry must be a RetryPolicy")
+
+
+def _resolve_clock(clock: Clock | None) -> Clock:
+    """``clock=``, checked, or the system clock."""
+    if clock is None:
+        return SYSTEM_CLOCK
+    if not isinstance(clock, Clock):
+        raise TypeError("clock must implement the Clock protocol (now, wall and sleep)")
+    return clock
+
+
+def _local_pacer(rate_limit: bool | Pacing, clock: Clock) -> Pacing | None:
+    """The pacer of ``rate_limit=`` (None: no pacing), on ``clock`` unless it has its own."""
+    if isinstance(rate_limit, Pacer):
+        if rate_limit.clock is SYSTEM_CLOCK:
+            rate_limit.clock = clock  # one timeline for the pacer and the deadlines
+        return rate_limit
+    if isinstance(rate_limit, bool):
+        return Pacer(clock=clock) if rate_limit else None
+    if isinstance(rate_limit, Pacing):
+        return rate_limit
+    raise TypeError("rate_limit must be a bool or a Pacer")
+
+
+def _with_fleet(
+    fleet: str | None,
+    pacer: Pacing | None,
+    base: str,
+    auth: Auth,
+    account: str | None,
+    clock: Clock,
+) -> tuple[Pacing | None, Pacing | None]:
+    """The pacer calls go through, and the fleet's the client closes (None: no fleet).
+
+    With a fleet, a local ``Pacer`` becomes the fallback of the account's shared budget.
+    """
+    if fleet is None or not isinstance(pacer, Pacer):
+        return pacer, None
+    shared = _fleet_pacer(fleet, pacer, base, auth, account, clock)
+    return shared, shared
+
+
+def _owned_receiver(
+    fleet: str | None, webhooks: WebhookReceiver | None, account: str | None, clock: Clock
+) -> WebhookReceiver | None:
+    """The receiver a client makes itself to wake ``jobs.wait`` on its fleet's deliveries:
+    with a fleet and an ``account`` and no ``webhooks`` of its own (else None)."""
+    if fleet is None or webhooks is not None or account is None:
+        return None
+    from .webhooks import WebhookReceiver
+
+    return WebhookReceiver(fleet=fleet, account=account, clock=clock)
+
+
+def _default_headers(user_agent: str | None) -> dict[str, str]:
+    """The headers of every request (``user_agent`` checked: it goes in a header)."""
+    if user_agent is not None:
+        _validate.header_value(user_agent, "user_agent")
+    return {"User-Agent": user_agent or f"svc-async/{__version__}", "Accept": "application/json"}
+
+
 def _trace_hook(tracing: object) -> Any:
     """The tracing observer for ``Client(tracing=...)``: None when off (nothing imported)."""
     if tracing is False:
@@ -644,6 +704,8 @@ def _trace_hook(tracing: object) -> Any:
 
 def _origin_of(frame: Any) -> str:
     """Where a client was made: file:line, or the whole stack in asyncio debug/dev mode."""
+    if frame is None:  # a Python without frames to read
+        return "an unknown place"
     if sys.flags.dev_mode or os.environ.get("PYTHONASYNCIODEBUG"):
         return "\n" + "".join(traceback.format_stack(frame))
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"

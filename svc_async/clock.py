@@ -5,31 +5,30 @@ polling), ``wall()`` (epoch seconds, for ``Retry-After`` dates and epoch resets)
 ``sleep(seconds)``. ``SystemClock`` is the default; its ``now()`` is the running event
 loop's time, so asyncio's own timeouts and the SDK's deadlines share one timeline.
 Tests pass another clock (``svc_async.testing.VirtualClock``) to run on virtual time.
-Nothing else in the package reads a clock or sleeps (``tests/test_architecture.py``).
+
+The waits bounded by time go through a clock too: ``within`` and ``until`` (a block
+cancelled with ``TimeoutError`` after some seconds, or at a deadline, on the clock's
+timeline: ``asyncio.timeout`` and ``asyncio.timeout_at`` for a clock that is not the
+loop's) and ``wait_tasks`` (``asyncio.wait`` with a ``timeout``). With ``SystemClock``
+each is asyncio's own timer; any other clock is waited on with its ``sleep``.
+Nothing else in the package reads a clock, sleeps or sets a timer
+(``tests/test_architecture.py``). ``running_loop``, the running loop found without a
+system call on Python 3.11, is ``_compat``'s (it reads a private attribute of asyncio).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from threading import get_ident
-from typing import Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Iterable
+from typing import Protocol, TypeVar, runtime_checkable
 
-__all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock", "running_loop"]
+from ._compat import running_loop as running_loop
 
+__all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock", "running_loop", "until", "wait_tasks", "within"]
 
-def running_loop(hint: asyncio.AbstractEventLoop | None = None) -> asyncio.AbstractEventLoop:
-    """The running event loop, as ``asyncio.get_running_loop()`` (RuntimeError when none).
-
-    ``hint`` is the loop the caller expects. When it says it runs in this thread it is
-    the running one, known without asking: asking costs a ``getpid`` system call on
-    Python 3.11 (a fork check), and the SDK would ask several times per call. asyncio's
-    loops say so in ``_thread_id`` (private, set while they run); a loop that does not
-    (uvloop), or a wrong hint, is asked about, so the answer is exact either way.
-    """
-    if hint is not None and getattr(hint, "_thread_id", None) == get_ident():
-        return hint
-    return asyncio.get_running_loop()
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -79,3 +78,59 @@ class SystemClock:
 
 SYSTEM_CLOCK = SystemClock()
 """The default clock of every client, pacer and poller."""
+
+
+@contextlib.asynccontextmanager
+async def until(clock: Clock, deadline: float | None) -> AsyncIterator[asyncio.Timeout]:
+    """``asyncio.timeout_at(deadline)`` on ``clock``'s timeline (None: no deadline).
+
+    The block is cancelled, and ``TimeoutError`` raised from it, once ``clock.now()``
+    reaches ``deadline``; the ``asyncio.Timeout`` yielded tells (``expired()``).
+    ``SystemClock``'s time is the loop's, so its deadline is the loop's own timer; any
+    other clock is waited on with its ``sleep``, by a task beside the block.
+    """
+    async with asyncio.timeout(None) as timer:
+        if deadline is None:
+            yield timer
+        elif type(clock) is SystemClock:
+            timer.reschedule(deadline)
+            yield timer
+        else:
+            alarm = asyncio.ensure_future(_alarm(clock, deadline, timer))
+            try:
+                yield timer
+            finally:
+                alarm.cancel()
+
+
+def within(
+    clock: Clock, seconds: float | None
+) -> contextlib.AbstractAsyncContextManager[asyncio.Timeout]:
+    """``asyncio.timeout(seconds)`` on ``clock``'s timeline (None: no limit); see ``until``."""
+    return until(clock, None if seconds is None else clock.now() + seconds)
+
+
+async def _alarm(clock: Clock, deadline: float, timer: asyncio.Timeout) -> None:
+    """Sleep on ``clock`` until ``deadline``, then have ``timer`` expire at once."""
+    while (left := deadline - clock.now()) > 0:
+        await clock.sleep(left)
+    timer.reschedule(asyncio.get_running_loop().time())  # due now: it fires next turn
+
+
+async def wait_tasks(
+    clock: Clock, tasks: Iterable[asyncio.Future[T]], timeout: float | None
+) -> tuple[set[asyncio.Future[T]], set[asyncio.Future[T]]]:
+    """``asyncio.wait(tasks, timeout=timeout)`` on ``clock``'s timeline: (done, pending).
+
+    Like ``asyncio.wait``, nothing is cancelled; an empty ``tasks`` returns at once.
+    """
+    waiting = set(tasks)
+    if not waiting:
+        return set(), set()
+    if timeout is None or type(clock) is SystemClock:
+        return await asyncio.wait(waiting, timeout=timeout)
+    with contextlib.suppress(TimeoutError):
+        async with within(clock, timeout):
+            await asyncio.wait(waiting)
+    done = {task for task in waiting if task.done()}
+    return done, waiting - done

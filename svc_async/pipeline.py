@@ -39,7 +39,7 @@ import orjson
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy, istr
 
-from ._answers import Reply, ResponseMeta, api_error, decode_json, read_exactly
+from ._answers import REPLIES, Reply, ResponseMeta, api_error, decode_json, read_exactly
 from ._decide import RENEW, RETURN, Action, Decision, Outcome, decide, outcome_of
 from .auth import AccountRequest, Auth, secrets_of
 from .clock import SYSTEM_CLOCK, Clock
@@ -415,12 +415,12 @@ async def run(env: Env, call: Call, outer: float | Literal["context"] | None = "
     if outer == "context":
         outer = _DEADLINE.get()
     now = env.clock.now()
-    deadline = _deadline(now, call.timeout, outer)
+    deadline = outer if call.timeout is None else _deadline(now, call.timeout, outer)
     tracker = env.tracker
     task = asyncio.current_task(tracker.loop)
     tracker.enter(task)
     watch = _watch(env, call) if env.observers else None
-    rid = new_request_id()
+    rid = f"{_ID_PREFIX}-{next(_ID_COUNT)}"  # ``new_request_id()``, without the call
     try:
         result = await _attempts(env, call, deadline, now, watch, rid)
     except BaseException as exc:
@@ -476,8 +476,8 @@ async def _attempts(
     now = started
     while True:
         attempt += 1
-        auth = _fixed_auth(env, call)
-        if auth is _ASK_AUTH:
+        auth = env.static_auth if call.authenticate else None
+        if auth is None and call.authenticate:  # an auth whose headers may change
             auth = await _credentials(env, deadline)
             now = env.clock.now()
         if env.pacer is not None and call.service and not env.pacer.admit():
@@ -488,10 +488,7 @@ async def _attempts(
         if failure is None and response is not None and _succeeded(call, response.status):
             data, failure = _decoded(call, response, data)
             if failure is None:
-                env.budget.record_success()
-                if not call.reply:
-                    return data
-                return _reply(env, data, response, attempt, started, rid)
+                return _returned(env, call, data, response, attempt, started, rid)
         decision, failure = _after(env, call, attempt, renewed, response, failure, deadline)
         failure.request_id = _answered_id(response, rid)
         if decision.action is Action.RENEW:
@@ -523,6 +520,27 @@ async def _act(
         return Ambiguous(failure, deadline)
     await env.clock.sleep(_wait_before_retry(call, attempt, decision, watch))
     return None
+
+
+def _returned(
+    env: Env,
+    call: Call,
+    data: Any,
+    response: Response,
+    attempts: int,
+    started: float,
+    rid: str,
+) -> Any:
+    """What a successful call returns: its data, or its ``Reply`` when it asked for one;
+    the reply is also handed to whoever listens in this task (``with_raw_response``)."""
+    env.budget.record_success()
+    listening = REPLIES.get()
+    if not call.reply and listening is None:
+        return data
+    reply = _reply(env, data, response, attempts, started, rid)
+    if listening is not None:
+        listening.append((call.operation, reply))
+    return reply if call.reply else data
 
 
 def _reply(
@@ -583,18 +601,6 @@ class _Watches:
 
 
 # ---------------------------------------------------------------- step: credentials
-
-
-_ASK_AUTH: Mapping[str, str] = {}
-"""``_fixed_auth``'s answer when the auth's headers may change: ask it (``_credentials``)."""
-
-
-def _fixed_auth(env: Env, call: Call) -> Mapping[str, str] | None:
-    """The auth headers known without a step: none for a call without credentials, a
-    static auth's own; otherwise ``_ASK_AUTH``."""
-    if not call.authenticate:
-        return None
-    return _ASK_AUTH if env.static_auth is None else env.static_auth
 
 
 async def _credentials(env: Env, deadline: float | None) -> Mapping[str, str]:

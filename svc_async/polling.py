@@ -23,12 +23,12 @@ import math
 import random
 import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 import attrs
 
 from . import _validate as v
-from .clock import Clock
+from .clock import Clock, until, within
 from .errors import (
     BadRequestError,
     JobWaitTimeout,
@@ -38,18 +38,24 @@ from .errors import (
     SvcError,
     TransportError,
 )
-from .models import CURRENT_JOB_STATUSES, FINISHED_JOB_STATUSES, JobRequest, VerificationJob
+from .models import (
+    CURRENT_JOB_STATUSES,
+    FINISHED_JOB_STATUSES,
+    JobRequest,
+    JobSearchResults,
+    VerificationJob,
+)
 from .pipeline import deadline_scope
 from .retry import jittered
 from .webhooks import JobSubscription, WebhookReceiver
 
-if TYPE_CHECKING:
-    from .resources.jobs import Jobs
-
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 __all__ = [
     "JobIds",
+    "JobsClient",
     "OnStatus",
     "PollPolicy",
     "create_and_wait",
@@ -63,6 +69,36 @@ OnStatus = Callable[[VerificationJob], Awaitable[None] | None]
 
 JobIds = Iterable[int]
 """The ids ``wait_many`` waits for (any iterable of ints; duplicates are ignored)."""
+
+
+class JobsClient(Protocol):
+    """What the pollers use of ``svc.jobs`` (the ``Jobs`` sub-client, known by this shape:
+    the sub-client imports the pollers, never the other way round)."""
+
+    @property
+    def clock(self) -> Clock:
+        """The client's clock: the waits' deadlines and pauses."""
+        ...
+
+    @property
+    def webhooks(self) -> object:
+        """The client's ``WebhookReceiver``, or None (anything else: polling only)."""
+        ...
+
+    async def get(self, job_id: int) -> VerificationJob:
+        """One job."""
+        ...
+
+    async def create(self, request: JobRequest) -> VerificationJob:
+        """A job created exactly once."""
+        ...
+
+    async def search(
+        self, *, tags: list[str], statuses: list[str], limit: int, offset: int
+    ) -> JobSearchResults:
+        """A page of the jobs carrying ``tags`` (and one of ``statuses``)."""
+        ...
+
 
 _TRANSIENT = (TransportError, ServerError, RateLimitError)
 _MAX_PAGES = 5
@@ -241,7 +277,7 @@ def _limit(timeout: float | None, policy: PollPolicy) -> float | None:
     return float(timeout)
 
 
-def _receiver(jobs: Jobs) -> WebhookReceiver | None:
+def _receiver(jobs: JobsClient) -> WebhookReceiver | None:
     receiver = getattr(jobs, "webhooks", None)
     return receiver if isinstance(receiver, WebhookReceiver) else None
 
@@ -267,14 +303,24 @@ class _Clock:
         return self.left() < _RESOLUTION
 
 
+async def _bounded(clock: _Clock, call: Callable[[], Awaitable[T]]) -> T:
+    """``call()`` ended by the wait's deadline: every call it makes inherits it (the
+    pipeline's ``deadline_scope``), and the whole is cut there on the client's clock."""
+    with deadline_scope(clock.deadline):
+        async with until(clock.clock, clock.deadline):
+            return await call()
+
+
 async def _get(
-    jobs: Jobs, job_id: int, clock: _Clock
+    jobs: JobsClient, job_id: int, clock: _Clock
 ) -> tuple[VerificationJob | None, SvcError | None]:
-    """One poll, cut short at the deadline; transient failures are returned, not raised."""
+    """One poll, cut short at the deadline; transient failures are returned, not raised.
+
+    A poll ended by the wait's deadline (cut, or failed as the time ran out) is neither:
+    (None, None), and the wait ends with its ``JobWaitTimeout``.
+    """
     try:
-        with deadline_scope(clock.deadline):
-            async with asyncio.timeout_at(clock.deadline):
-                return await jobs.get(job_id), None
+        return await _bounded(clock, lambda: jobs.get(job_id)), None
     except TimeoutError:
         if clock.expired():
             return None, None
@@ -282,6 +328,8 @@ async def _get(
     except LocalProtocolError:
         raise  # refused before sending: the next poll would be refused the same way
     except _TRANSIENT as exc:
+        if clock.expired():
+            return None, None
         logger.warning("polling job %d failed (%s); will poll again", job_id, type(exc).__name__)
         return None, exc
 
@@ -293,13 +341,13 @@ def _server_wait(error: SvcError | None) -> float:
 
 
 async def _sleep(seconds: float, event: asyncio.Event | None, clock: Clock) -> bool:
-    """Sleep ``seconds``; True when ``event`` was set (it is cleared) before that."""
+    """Sleep ``seconds`` on ``clock``; True when ``event`` was set (it is cleared) before."""
     if event is None:
         await clock.sleep(seconds)
         return False
     if not event.is_set():
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
+            async with within(clock, seconds):
                 await event.wait()
     woke = event.is_set()
     event.clear()
@@ -315,47 +363,84 @@ def _timed_out(
     return error
 
 
+class _Poll:
+    """One job's wait: its last snapshot, last failure, and the pace of its polls."""
+
+    def __init__(
+        self,
+        jobs: JobsClient,
+        job_id: int,
+        policy: PollPolicy,
+        clock: _Clock,
+        sub: JobSubscription | None,
+    ) -> None:
+        self.jobs = jobs
+        self.job_id = job_id
+        self.policy = policy
+        self.clock = clock
+        self.sub = sub
+        self.factor = policy.webhook_factor if sub is not None else 1.0
+        self.rng = random.Random()
+        self.last: VerificationJob | None = None
+        self.error: SvcError | None = None  # the last poll's failure: a pause, a cause
+        self.attempt = 0
+
+    async def get(self) -> VerificationJob | None:
+        """Poll once; None when the poll failed (or the deadline cut it)."""
+        job, self.error = await _get(self.jobs, self.job_id, self.clock)
+        return job
+
+    def shows(self, job: VerificationJob) -> bool:
+        """Record ``job``; True for the first snapshot, a status change and the finish."""
+        last, self.last = self.last, job
+        return last is None or job.status != last.status or self.policy.is_finished(job)
+
+    def timed_out(self) -> JobWaitTimeout:
+        return _timed_out(f"job {self.job_id}", self.clock, self.last, self.error)
+
+    async def pause(self) -> None:
+        """Wait until the next poll (a webhook delivery may cut the pause short); raise
+        ``JobWaitTimeout`` when the wait's deadline has passed."""
+        if self.clock.expired():
+            raise self.timed_out()
+        self.attempt += 1
+        interval = self.policy.interval(self.attempt, self.rng) * self.factor
+        pause = max(interval, _server_wait(self.error))
+        sub = self.sub
+        woke = await _sleep(
+            min(pause, self.clock.left()), None if sub is None else sub.event, self.clock.clock
+        )
+        if woke and sub is not None and sub.update is not None:
+            logger.debug("job %d woken by webhook (%s)", self.job_id, sub.update.status)
+            if str(sub.update.status) in self.policy.finished_statuses:
+                # Confirm now; if the read lags the event, poll at the normal pace.
+                self.factor, self.attempt = 1.0, 0
+        elif self.clock.expired():
+            raise self.timed_out()
+
+
 async def _changes(
-    jobs: Jobs,
+    jobs: JobsClient,
     job_id: int,
     policy: PollPolicy,
     timeout: float | None,
     first: VerificationJob | None = None,
 ) -> AsyncGenerator[VerificationJob, None]:
     """Yield the first snapshot, each whose status changed, and the finished one; then end."""
-    clock = _Clock(timeout, jobs.clock)
     receiver = _receiver(jobs)
     sub = receiver.subscribe(job_id) if receiver is not None else None
-    factor = policy.webhook_factor if sub is not None else 1.0
-    rng = random.Random()
-    last: VerificationJob | None = None
-    error: SvcError | None = None
-    attempt = 0
+    poll = _Poll(jobs, job_id, policy, _Clock(timeout, jobs.clock), sub)
     job = first
     try:
         while True:
             if job is None:
-                job, error = await _get(jobs, job_id, clock)
+                job = await poll.get()
             if job is not None:
-                if last is None or job.status != last.status or policy.is_finished(job):
+                if poll.shows(job):
                     yield job
-                last = job
                 if policy.is_finished(job):
                     return
-            if clock.expired():
-                raise _timed_out(f"job {job_id}", clock, last, error)
-            attempt += 1
-            pause = max(policy.interval(attempt, rng) * factor, _server_wait(error))
-            woke = await _sleep(
-                min(pause, clock.left()), None if sub is None else sub.event, clock.clock
-            )
-            if woke and sub is not None and sub.update is not None:
-                logger.debug("job %d woken by webhook (%s)", job_id, sub.update.status)
-                if str(sub.update.status) in policy.finished_statuses:
-                    # Confirm now; if the read lags the event, poll at the normal pace.
-                    factor, attempt = 1.0, 0
-            elif clock.expired():
-                raise _timed_out(f"job {job_id}", clock, last, error)
+            await poll.pause()
             job = None
     finally:
         if sub is not None and receiver is not None:
@@ -363,7 +448,7 @@ async def _changes(
 
 
 def watch(
-    jobs: Jobs,
+    jobs: JobsClient,
     job_id: int,
     *,
     policy: PollPolicy | None = None,
@@ -376,7 +461,7 @@ def watch(
 
 
 async def wait_for_job(
-    jobs: Jobs,
+    jobs: JobsClient,
     job_id: int,
     *,
     timeout: float | None = None,
@@ -409,7 +494,7 @@ async def wait_for_job(
 
 
 async def create_and_wait(
-    jobs: Jobs,
+    jobs: JobsClient,
     request: JobRequest,
     *,
     timeout: float | None = None,
@@ -436,9 +521,17 @@ def _common_tags(job: VerificationJob) -> tuple[str, ...]:
 class _Many:
     """The state of one ``wait_many``: what is pending, what a search covers, what to read."""
 
-    def __init__(self, jobs: Jobs, ids: Sequence[int], tag: str | None, policy: PollPolicy) -> None:
+    def __init__(
+        self,
+        jobs: JobsClient,
+        ids: Sequence[int],
+        tag: str | None,
+        policy: PollPolicy,
+        clock: _Clock,
+    ) -> None:
         self.jobs = jobs
         self.policy = policy
+        self.clock = clock
         self.pending: dict[int, VerificationJob | None] = dict.fromkeys(ids)
         self.tags: tuple[str, ...] = (tag,) if tag is not None else ()
         self.covered: set[int] = set(ids) if tag is not None else set()
@@ -481,34 +574,59 @@ class _Many:
             return job
         return None
 
-    async def search(self, statuses: Sequence[str], clock: _Clock) -> list[VerificationJob] | None:
+    def _note_all(self, jobs: Iterable[VerificationJob], finished: list[VerificationJob]) -> None:
+        """``note`` each of ``jobs``, adding the ones that finished to ``finished``."""
+        for job in jobs:
+            if (done := self.note(job)) is not None:
+                finished.append(done)
+
+    async def tick(self, tick: int) -> list[VerificationJob]:
+        """One round of reads: a search (or the first job, to find the tags) and gets;
+        the jobs found finished."""
+        self.error = None
+        finished: list[VerificationJob] = []
+        if self.discover:
+            await self._discover(finished)
+        elif self.tags and self.covered:
+            statuses = self.statuses if self.searched else []
+            self.searched = True
+            self._note_all(await self.search(statuses) or [], finished)
+        to_get = self.next_gets(tick)
+        if to_get:
+            results = await asyncio.gather(*(_get(self.jobs, i, self.clock) for i in to_get))
+            for job, error in results:
+                self.error = error or self.error
+                self._note_all([] if job is None else [job], finished)
+        return finished
+
+    async def _discover(self, finished: list[VerificationJob]) -> None:
+        """Read the first job for the tags the jobs share, then search by them once."""
+        self.discover = False
+        job, self.error = await _get(self.jobs, next(iter(self.pending)), self.clock)
+        if job is None:
+            return
+        self.tags = _common_tags(job)
+        self._note_all([job], finished)
+        if self.tags:
+            self.searched = True
+            self._note_all(await self.search(()) or [], finished)
+
+    async def search(self, statuses: Sequence[str]) -> list[VerificationJob] | None:
         """Every job matching the tags (and statuses), up to ``_MAX_PAGES``; None on failure."""
         found: list[VerificationJob] = []
         offset = 0
         for _ in range(_MAX_PAGES):
             try:
-                with deadline_scope(clock.deadline):
-                    async with asyncio.timeout_at(clock.deadline):
-                        page = await self.jobs.search(
-                            tags=list(self.tags), statuses=list(statuses), limit=100, offset=offset
-                        )
-            except TimeoutError:
-                if clock.expired():
-                    return None
-                raise
-            except LocalProtocolError:
-                raise  # refused before sending: the next search would be refused the same way
-            except _TRANSIENT as exc:
-                logger.warning("job search failed (%s); will try again", type(exc).__name__)
-                self.error = exc
-                return None
+                page = await self._page(statuses, offset)
             except BadRequestError:
                 if not statuses:
                     raise
                 # A service of the older vocabulary refuses today's statuses: stop filtering.
                 logger.info("the service refused the status filter; searching without it")
                 self.statuses = []
-                return await self.search((), clock)
+                return await self.search(())
+            if page is None:
+                return None
             found.extend(page.jobs)
             offset += len(page.jobs)
             if not page.jobs or offset >= page.count:
@@ -518,32 +636,76 @@ class _Many:
         logger.info("tag search matched over %d jobs; reading only the first", offset)
         return found
 
+    async def _page(self, statuses: Sequence[str], offset: int) -> JobSearchResults | None:
+        """One page of the search, by the deadline; None when it failed (transiently)."""
+        clock = self.clock
+        try:
+            return await _bounded(
+                clock,
+                lambda: self.jobs.search(
+                    tags=list(self.tags), statuses=list(statuses), limit=100, offset=offset
+                ),
+            )
+        except TimeoutError:
+            if clock.expired():
+                return None
+            raise
+        except LocalProtocolError:
+            raise  # refused before sending: the next search would be refused the same way
+        except _TRANSIENT as exc:
+            if clock.expired():
+                return None
+            logger.warning("job search failed (%s); will try again", type(exc).__name__)
+            self.error = exc
+            return None
+
     def next_gets(self, tick: int) -> list[int]:
         """Jobs to read with ``get`` this tick: woken ones, uncovered ones, a safety check."""
         chosen = [i for i in self.urgent if i in self.pending]
         self.urgent.clear()
-        uncovered = [i for i in self.pending if i not in self.covered]
-        if uncovered:
-            size = max(_MIN_BATCH, math.ceil(len(uncovered) / 4))
-            self.rotation = [
-                i for i in self.rotation if i in self.pending and i not in self.covered
-            ]
-            self.rotation += [i for i in uncovered if i not in self.rotation]
-            take, self.rotation = self.rotation[:size], self.rotation[size:]
-            self.rotation += take
-            chosen += take
-        covered = [i for i in self.pending if i in self.covered]
-        if covered and tick % _SAFETY_EVERY == 0:
-            self.safety = [i for i in self.safety if i in self.pending] or covered
-            chosen.append(self.safety.pop(0))
+        chosen += self._rotate()
+        chosen += self._safety_check(tick)
         return list(dict.fromkeys(chosen))
+
+    def _rotate(self) -> list[int]:
+        """The next batch of the jobs no search covers, round-robin."""
+        uncovered = [i for i in self.pending if i not in self.covered]
+        if not uncovered:
+            return []
+        size = max(_MIN_BATCH, math.ceil(len(uncovered) / 4))
+        self.rotation = [i for i in self.rotation if i in self.pending and i not in self.covered]
+        self.rotation += [i for i in uncovered if i not in self.rotation]
+        take, self.rotation = self.rotation[:size], self.rotation[size:]
+        self.rotation += take
+        return take
+
+    def _safety_check(self, tick: int) -> list[int]:
+        """Every ``_SAFETY_EVERY`` ticks, one searched job read with ``get`` as well."""
+        covered = [i for i in self.pending if i in self.covered]
+        if not covered or tick % _SAFETY_EVERY != 0:
+            return []
+        self.safety = [i for i in self.safety if i in self.pending] or covered
+        return [self.safety.pop(0)]
+
+    def woken(self, subs: list[JobSubscription]) -> None:
+        """Read at once the jobs whose webhook deliveries came."""
+        self.urgent |= {s.job_id for s in subs if s.update is not None}
+        for sub in subs:
+            sub.update = None
+
+    def timed_out(self) -> JobWaitTimeout:
+        waiting = list(self.pending)
+        shown = ", ".join(map(str, waiting[:10])) + (", ..." if len(waiting) > 10 else "")
+        return _timed_out(
+            f"{len(waiting)} job(s) [{shown}]", self.clock, self.pending[waiting[0]], self.error
+        )
 
 
 async def _many(
-    jobs: Jobs, ids: list[int], tag: str | None, policy: PollPolicy, timeout: float | None
+    jobs: JobsClient, ids: list[int], tag: str | None, policy: PollPolicy, timeout: float | None
 ) -> AsyncGenerator[VerificationJob, None]:
     clock = _Clock(timeout, jobs.clock)
-    state = _Many(jobs, ids, tag, policy)
+    state = _Many(jobs, ids, tag, policy, clock)
     receiver = _receiver(jobs)
     wake = asyncio.Event()
     subs: list[JobSubscription] = []
@@ -555,63 +717,25 @@ async def _many(
     try:
         while state.pending:
             tick += 1
-            state.error = None
-            finished: list[VerificationJob] = []
-            if state.discover:
-                state.discover = False
-                first_id = next(iter(state.pending))
-                job, state.error = await _get(jobs, first_id, clock)
-                if job is not None:
-                    state.tags = _common_tags(job)
-                    if (done := state.note(job)) is not None:
-                        finished.append(done)
-                    if state.tags:
-                        state.searched = True
-                        for found in await state.search((), clock) or []:
-                            if (done := state.note(found)) is not None:
-                                finished.append(done)
-            elif state.tags and state.covered:
-                statuses = state.statuses if state.searched else []
-                state.searched = True
-                for found in await state.search(statuses, clock) or []:
-                    if (done := state.note(found)) is not None:
-                        finished.append(done)
-            to_get = state.next_gets(tick)
-            if to_get:
-                results = await asyncio.gather(*(_get(jobs, i, clock) for i in to_get))
-                for job, error in results:
-                    state.error = error or state.error
-                    if job is not None and (done := state.note(job)) is not None:
-                        finished.append(done)
-            for done in finished:
+            for done in await state.tick(tick):
                 yield done
             if not state.pending:
                 return
             if clock.expired():
-                raise _many_timeout(state, clock)
+                raise state.timed_out()
             pause = max(policy.interval(tick, rng) * factor, _server_wait(state.error))
             if await _sleep(min(pause, clock.left()), wake if subs else None, clock.clock):
-                state.urgent |= {s.job_id for s in subs if s.update is not None}
-                for s in subs:
-                    s.update = None
+                state.woken(subs)
             elif clock.expired():
-                raise _many_timeout(state, clock)
+                raise state.timed_out()
     finally:
         if receiver is not None:
             for sub in subs:
                 receiver.unsubscribe(sub)
 
 
-def _many_timeout(state: _Many, clock: _Clock) -> JobWaitTimeout:
-    waiting = list(state.pending)
-    shown = ", ".join(map(str, waiting[:10])) + (", ..." if len(waiting) > 10 else "")
-    return _timed_out(
-        f"{len(waiting)} job(s) [{shown}]", clock, state.pending[waiting[0]], state.error
-    )
-
-
 def wait_many(
-    jobs: Jobs,
+    jobs: JobsClient,
     job_ids: JobIds,
     *,
     tag: str | None = None,

@@ -41,14 +41,21 @@ _SLACK = 0.001
 (a loop's time is coarse, or virtual), and the pacer would spin on it."""
 
 
+_LIMIT, _REMAINING, _RESET = "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"
+
+
 def parse_rate_limit(headers: Mapping[str, str], now: float | None = None) -> RateLimit | None:
     """The rate-limit headers of a response, or None when it has none.
 
     ``now`` is the wall time an epoch reset is read against (default: the system clock's).
     """
-    limit = _int(headers.get("x-ratelimit-limit"))
-    remaining = _int(headers.get("x-ratelimit-remaining"))
-    reset = parse_reset(headers.get("x-ratelimit-reset"), now, date=headers.get("Date"))
+    limit = _int(headers.get(_LIMIT))
+    remaining = _int(headers.get(_REMAINING))
+    reset = parse_reset(headers.get(_RESET), now, date=headers.get("Date"))
+    return _rate_limit(limit, remaining, reset)
+
+
+def _rate_limit(limit: int | None, remaining: int | None, reset: float | None) -> RateLimit | None:
     if limit is None and remaining is None and reset is None:
         return None
     return RateLimit(limit=limit, remaining=remaining, reset=reset)
@@ -62,6 +69,55 @@ def _int(value: str | None) -> int | None:
     except ValueError:
         return None
     return number if number >= 0 else None
+
+
+class _RateHeaders:
+    """Reads answers' rate-limit headers as ``parse_rate_limit`` does, parsing only what changed.
+
+    Answers in a row repeat the limit and mostly the reset: the same three header strings
+    as the last answer's give the same ``RateLimit`` back (it is immutable), and a limit
+    or a reset in seconds seen last time is not parsed again. A reset that is an epoch
+    time is read against the clock each time.
+    """
+
+    __slots__ = ("_limit", "_limit_raw", "_rate", "_raw", "_reset", "_reset_raw")
+
+    def __init__(self) -> None:
+        self._raw: tuple[str | None, str | None, str | None] | None = None
+        self._rate: RateLimit | None = None
+        self._limit_raw: str | None = None
+        self._limit: int | None = None
+        self._reset_raw: str | None = None
+        self._reset: float | None = None
+
+    def read(self, headers: Mapping[str, str], clock: Clock) -> RateLimit | None:
+        """The rate limit of ``headers`` (None: none); an epoch reset is read on ``clock``."""
+        raw = (headers.get(_LIMIT), headers.get(_REMAINING), headers.get(_RESET))
+        if raw == self._raw:
+            return self._rate
+        rate = _rate_limit(
+            self._limit_of(raw[0]), _int(raw[1]), self._reset_of(raw[2], headers, clock)
+        )
+        timeless = raw[2] is None or raw[2] == self._reset_raw  # no epoch reset: reusable
+        self._raw, self._rate = (raw if timeless else None), rate
+        return rate
+
+    def _limit_of(self, raw: str | None) -> int | None:
+        """``x-ratelimit-limit``, parsed when it differs from the last one."""
+        if raw != self._limit_raw:
+            self._limit_raw, self._limit = raw, _int(raw)
+        return self._limit
+
+    def _reset_of(self, raw: str | None, headers: Mapping[str, str], clock: Clock) -> float | None:
+        """``x-ratelimit-reset``, parsed when it differs from the last one in seconds."""
+        if raw is None:
+            return None
+        if raw == self._reset_raw:
+            return self._reset
+        reset = parse_reset(raw, clock.wall(), date=headers.get("Date"))
+        if reset is not None and reset == float(raw):  # seconds, not an epoch time: keep it
+            self._reset_raw, self._reset = raw, reset
+        return reset
 
 
 @runtime_checkable
@@ -178,6 +234,7 @@ class Pacer:
         self._mine = 0.0
         self._others = 0.0
         self._wakeup = Wakeup()
+        self._headers = _RateHeaders()
         self.waits = 0
         self.waited = 0.0
 
@@ -202,43 +259,65 @@ class Pacer:
         A wait for an answer (the budget's first, or a check) is ended early by it.
         """
         if self._remaining is None:
-            probed = now - self._probe_started > _PROBE_WAIT - _SLACK
-            if self._answered or self._in_flight == 0 or probed:
-                if self._in_flight == 0:
-                    self._probe_started = now
-                return 0.0
-            # Nothing known yet: let the first call learn the budget before a burst (a
-            # client joining a budget someone else drained would draw a 429 per call).
-            return self._probe_started + _PROBE_WAIT - now
+            return self._hold_unknown(now)
         if now >= self._window_end - _SLACK:
             if self._limit is None:
                 self._remaining = None  # no budget known: assume nothing
                 return 0.0
-            # The window has reset: the whole budget is back, less the calls in flight.
-            self._remaining = max(0, self._limit - self._in_flight)
-            self._window_end = math.inf
-            self._mine, self._others = self._mine / 2, self._others / 2  # the past fades
-            if self._shared:
-                self._verifying = True  # others race for it too: one call learns what is left
-        if self._remaining > 0:
-            if self._verifying and self._in_flight > 0:
-                return _ANSWER_WAIT  # someone else spent budget: one call tells if they still do
-            if self._shared and self._window_end != math.inf:
-                spenders = self.spenders
-                if self._remaining < _FAR * spenders * (self._in_flight + 1):
-                    # Near the window's end: this client's share, spread over what is left.
-                    if now < self._next_slot - _SLACK:
-                        return self._next_slot - now
-                    share = self._remaining / spenders
-                    left = self._window_end - now
-                    if share < 1.0 and self._rng.random() >= share:
-                        # Less than a call's share left: this client takes it with that
-                        # chance, else sits the window out (the spenders' sum: the budget).
-                        self._next_slot = self._window_end
-                        return left
-                    self._next_slot = now + left / (share + 1.0)
-            self._remaining -= 1
+            self._next_window(self._limit)
+        if self._remaining <= 0:
+            return self._hold_spent(now)
+        if self._verifying and self._in_flight > 0:
+            return _ANSWER_WAIT  # someone else spent budget: one call tells if they still do
+        if self._shared and self._window_end != math.inf:
+            delay = self._spread(now, self._remaining)
+            if delay > 0.0:
+                return delay
+        self._remaining -= 1
+        return 0.0
+
+    def _hold_unknown(self, now: float) -> float:
+        """``_hold`` before the budget is known."""
+        probed = now - self._probe_started > _PROBE_WAIT - _SLACK
+        if self._answered or self._in_flight == 0 or probed:
+            if self._in_flight == 0:
+                self._probe_started = now
             return 0.0
+        # Nothing known yet: let the first call learn the budget before a burst (a
+        # client joining a budget someone else drained would draw a 429 per call).
+        return self._probe_started + _PROBE_WAIT - now
+
+    def _next_window(self, limit: int) -> None:
+        """The window has reset: the whole budget is back, less the calls in flight."""
+        self._remaining = max(0, limit - self._in_flight)
+        self._window_end = math.inf
+        self._mine, self._others = self._mine / 2, self._others / 2  # the past fades
+        if self._shared:
+            self._verifying = True  # others race for it too: one call learns what is left
+
+    def _spread(self, now: float, remaining: int) -> float:
+        """Seconds a call waits, with other spenders, for this client's share (0: none).
+
+        Far from the window's end calls go unhindered; near it, this client's share of
+        what is left is spread over the rest of the window.
+        """
+        spenders = self.spenders
+        if remaining >= _FAR * spenders * (self._in_flight + 1):
+            return 0.0
+        if now < self._next_slot - _SLACK:
+            return self._next_slot - now
+        share = remaining / spenders
+        left = self._window_end - now
+        if share < 1.0 and self._rng.random() >= share:
+            # Less than a call's share left: this client takes it with that
+            # chance, else sits the window out (the spenders' sum: the budget).
+            self._next_slot = self._window_end
+            return left
+        self._next_slot = now + left / (share + 1.0)
+        return 0.0
+
+    def _hold_spent(self, now: float) -> float:
+        """``_hold`` once the window's budget is spent: until it ends, or an answer comes."""
         if self._window_end == math.inf:
             return 0.0 if self._in_flight == 0 else _ANSWER_WAIT
         delay = self._window_end - now
@@ -310,51 +389,63 @@ class Pacer:
         """Count the call as done and learn from its headers (None: no response came)."""
         self._in_flight -= 1
         self._wakeup.notify()
-        if headers is not None:
-            self._answered = True
-            self._verifying = False  # any answer ends a check; a first one may start it again
-        wall = self.clock.wall() if headers is not None else None
-        rate = parse_rate_limit(headers, wall) if headers is not None else None
         if status == 429:
             self._shared = True  # our own count said there was budget: someone else spent it
-        if rate is None or rate.remaining is None:
-            if status == 429 and headers is not None:
-                wait = parse_retry_after(headers.get("Retry-After"), wall, date=headers.get("Date"))
-                if wait is not None:
-                    self._remaining = 0
-                    self._window_end = min(self._window_end, self.clock.now() + wait + _MARGIN)
-            return rate
-        assert headers is not None
-        if rate.limit is not None:
-            self._limit = rate.limit
-        reset = rate.reset
-        remaining = 0 if status == 429 else rate.remaining
+        if headers is None:
+            return None
+        self._answered = True
+        self._verifying = False  # any answer ends a check; a first one may start it again
+        rate = self._headers.read(headers, self.clock)
         if status == 429:
-            # Retry-After is the server's most specific word on when to call again.
-            retry_after = parse_retry_after(
-                headers.get("Retry-After"), wall, date=headers.get("Date")
-            )
-            if retry_after is not None:
-                reset = retry_after if reset is None else min(reset, retry_after)
-        end = self.clock.now() + reset + _MARGIN if reset is not None else math.inf
-        first = self._remaining is None
-        if self._remaining is None or remaining > self._remaining + self._in_flight:
-            # First answer, or the server's window reset before ours did.
-            self._remaining = max(0, remaining - self._in_flight)
-            self._window_end = end
-            if first and self._limit is not None and remaining < self._limit - self._sent:
-                self._verifying = not self._shared
-                self._others += self._limit - self._sent - remaining  # spent before us
-        else:
-            if remaining < self._remaining:
-                self._shared = True
-                self._others += self._remaining - remaining
-            if self._shared:
-                # Calls still in flight may not be counted in this answer yet: with
-                # other spenders on the budget, assume they are not, ours nor theirs
-                # (one each).
-                others = max(1, round(self.spenders - 1.0))
-                remaining = max(0, remaining - self._in_flight - others)
-            self._remaining = min(self._remaining, remaining)
-            self._window_end = min(self._window_end, end)
+            self._refused(headers, rate)
+        elif rate is not None and rate.remaining is not None:
+            self._learn(rate.limit, rate.remaining, rate.reset)
         return rate
+
+    def _refused(self, headers: Mapping[str, str], rate: RateLimit | None) -> None:
+        """Learn from a 429: nothing left until the reset, or ``Retry-After`` if sooner."""
+        # Retry-After is the server's most specific word on when to call again.
+        wait = parse_retry_after(
+            headers.get("Retry-After"), self.clock.wall(), date=headers.get("Date")
+        )
+        if rate is not None and rate.remaining is not None:
+            reset = rate.reset
+            if wait is not None:
+                reset = wait if reset is None else min(reset, wait)
+            self._learn(rate.limit, 0, reset)
+        elif wait is not None:
+            self._remaining = 0
+            self._window_end = min(self._window_end, self.clock.now() + wait + _MARGIN)
+
+    def _learn(self, limit: int | None, remaining: int, reset: float | None) -> None:
+        """Correct the estimate from an answer's ``remaining`` and seconds to ``reset``."""
+        if limit is not None:
+            self._limit = limit
+        end = self.clock.now() + reset + _MARGIN if reset is not None else math.inf
+        if self._remaining is None or remaining > self._remaining + self._in_flight:
+            self._restart(remaining, end)  # first answer, or the server's window reset first
+        else:
+            self._correct(self._remaining, remaining, end)
+
+    def _restart(self, remaining: int, end: float) -> None:
+        """A window begins at the server's word: its ``remaining``, ending at ``end``."""
+        first = self._remaining is None
+        self._remaining = max(0, remaining - self._in_flight)
+        self._window_end = end
+        if first and self._limit is not None and remaining < self._limit - self._sent:
+            self._verifying = not self._shared
+            self._others += self._limit - self._sent - remaining  # spent before us
+
+    def _correct(self, estimate: int, remaining: int, end: float) -> None:
+        """An answer of the current window: less left than the estimate is someone else's."""
+        if remaining < estimate:
+            self._shared = True
+            self._others += estimate - remaining
+        if self._shared:
+            # Calls still in flight may not be counted in this answer yet: with
+            # other spenders on the budget, assume they are not, ours nor theirs
+            # (one each).
+            others = max(1, round(self.spenders - 1.0))
+            remaining = max(0, remaining - self._in_flight - others)
+        self._remaining = min(estimate, remaining)
+        self._window_end = min(self._window_end, end)

@@ -36,6 +36,7 @@ import attrs
 import orjson
 
 from . import bulk
+from ._webhook_payloads import EntryUpdate
 from .converter import format_timestamp, parse_timestamp
 from .errors import SvcError
 from .models import Entry
@@ -158,39 +159,20 @@ async def sync_entries(
     """
     ids = bulk.unique_ids(event_ids, "event_ids")
     limit = bulk.check_concurrency(concurrency)
-    if state is None:
-        state = SyncState()
-    elif not isinstance(state, SyncState):
-        raise TypeError(f"state must be a SyncState or None, got {type(state).__name__}")
-    if not isinstance(margin, dt.timedelta):
-        raise TypeError("margin must be a datetime.timedelta")
-    if margin < dt.timedelta(0):
-        raise ValueError("margin must not be negative")
+    state = _checked_state(state, margin)
     cursors = dict(state.events)
     if not ids:
         return SyncResult(changes={}, errors={}, state=state)
 
     async def fetch(event_id: int) -> builtins.list[Entry]:
-        cursor = cursors.get(event_id)
-        since = None if cursor is None else cursor.since
-        entries, _ = await fetch_event(event_id, since)
+        entries, _ = await fetch_event(event_id, _since(cursors.get(event_id)))
         return entries
 
     changes: dict[int, list[Entry]] = {}
     errors: dict[int, SvcError] = {}
     # The first call alone: every other event is then answered after its Date.
     first, rest = ids[0], ids[1:]
-    server_date: str | None = None
-    try:
-        cursor = cursors.get(first)
-        fetched: list[Entry] | SvcError
-        fetched, meta = await fetch_event(first, None if cursor is None else cursor.since)
-        server_date = None if meta is None else meta.date
-    except SvcError as exc:
-        fetched = exc
-        # An error answer carries the server's clock too (a 500 still has a Date).
-        headers = getattr(exc, "headers", None)
-        server_date = headers.get("Date") if isinstance(headers, Mapping) else None
+    fetched, server_date = await _fetch_first(fetch_event, first, cursors.get(first))
     server_time = _parse_date(server_date)
     watermark = None if server_time is None else server_time - margin
     if server_time is None:
@@ -218,6 +200,37 @@ async def sync_entries(
         state=SyncState(events=cursors),
         server_time=server_time,
     )
+
+
+def _checked_state(state: SyncState | None, margin: dt.timedelta) -> SyncState:
+    """``sync_entries``' ``state`` (None: a first run's) and ``margin``, checked."""
+    if state is None:
+        state = SyncState()
+    elif not isinstance(state, SyncState):
+        raise TypeError(f"state must be a SyncState or None, got {type(state).__name__}")
+    if not isinstance(margin, dt.timedelta):
+        raise TypeError("margin must be a datetime.timedelta")
+    if margin < dt.timedelta(0):
+        raise ValueError("margin must not be negative")
+    return state
+
+
+def _since(cursor: EventCursor | None) -> dt.datetime | None:
+    """What an event's entries are asked for updates after (None: all of them)."""
+    return None if cursor is None else cursor.since
+
+
+async def _fetch_first(
+    fetch_event: FetchEvent, event_id: int, cursor: EventCursor | None
+) -> tuple[list[Entry] | SvcError, str | None]:
+    """The first event's entries, or its error, and the server's Date that came with them."""
+    try:
+        entries, meta = await fetch_event(event_id, _since(cursor))
+    except SvcError as exc:
+        # An error answer carries the server's clock too (a 500 still has a Date).
+        headers = getattr(exc, "headers", None)
+        return exc, headers.get("Date") if isinstance(headers, Mapping) else None
+    return entries, None if meta is None else meta.date
 
 
 def advance(
@@ -276,11 +289,43 @@ def _cursor(value: Any) -> EventCursor:
     )
 
 
+def feed_sync_state(state: SyncState, update: EntryUpdate) -> SyncState:
+    """``state`` advanced by an entry update, so the next ``entries.sync`` does not report
+    the delivered version of the entry again (a later change still is).
+
+    Only events the state already tracks are fed: an event never synced is fetched in
+    full by its first sync anyway, and season updates have no sync cursor. Test
+    deliveries change nothing. The state is immutable: use the returned one.
+    """
+    if not isinstance(state, SyncState):
+        raise TypeError(f"state must be a SyncState, got {type(state).__name__}")
+    if not isinstance(update, EntryUpdate):
+        raise TypeError(f"update must be an EntryUpdate, got {type(update).__name__}")
+    if update.is_test or update.event_id is None:
+        return state
+    cursor = state.cursor(update.event_id)
+    if cursor is None:
+        return state
+    recording = update.entry.sound_recording
+    stamp = None if recording is None else recording.updated_at
+    # The same (entry id, recording updatedAt) pairs the sync uses to drop repeats; a
+    # version at or before the watermark is not fetched again and needs no record.
+    if cursor.since is not None and (stamp is None or stamp <= cursor.since):
+        return state
+    pair = (update.entry.id, stamp)
+    if pair in cursor.seen:
+        return state
+    events = dict(state.events)
+    events[update.event_id] = attrs.evolve(cursor, seen=cursor.seen | {pair})
+    return attrs.evolve(state, events=events)
+
+
 __all__ = [
     "DEFAULT_MARGIN",
     "EventCursor",
     "SyncResult",
     "SyncState",
     "advance",
+    "feed_sync_state",
     "sync_entries",
 ]

@@ -8,7 +8,6 @@ function instead of the network, for tests.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import inspect
 import socket
@@ -23,7 +22,9 @@ import yarl
 from aiohttp import hdrs
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from ._validate import header_problem
+from ._compat import abandon
+from ._headers import header_problem
+from ._proxy import Proxies, Route, proxy_refused, proxy_unreachable
 from .clock import running_loop
 from .cutoff import Cutoffs
 from .errors import (
@@ -36,22 +37,10 @@ from .errors import (
     TransportError,
 )
 from .redact import redact_headers, redact_text, redact_url
+from .types import Timeout as Timeout  # its home was here: the name still works
 
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
 """Largest API response body accepted, after decompression (bytes)."""
-
-
-@attrs.frozen(slots=True, kw_only=True, cache_hash=True)
-class Timeout:
-    """Time limits for one HTTP exchange, in seconds (None: no limit).
-
-    ``connect`` covers opening the connection, ``read`` each wait for data, ``total``
-    the whole exchange including reading the body.
-    """
-
-    total: float | None = 30.0
-    connect: float | None = 10.0
-    read: float | None = None
 
 
 def _headers(value: Mapping[str, str] | None) -> CIMultiDictProxy[str]:
@@ -216,9 +205,10 @@ def _too_large(limit: int, request: Request, length: int | None = None) -> Respo
 def _declared_length(headers: CIMultiDictProxy[str]) -> int | None:
     """The body's size from Content-Length, when it is the size of what we read.
 
-    With a Content-Encoding, aiohttp hands over the decoded body and Content-Length is
-    the encoded size: it says nothing about the bytes read. (aiohttp's parser has
-    checked the value; its names are ``istr``, looked up without lowering a string.)
+    With a Content-Encoding, the transport hands over the decoded body and
+    Content-Length is the encoded size: it says nothing about the bytes read. (The
+    HTTP parser has checked the value; aiohttp's names are ``istr``, looked up without
+    lowering a string.)
     """
     if hdrs.CONTENT_ENCODING in headers:
         return None
@@ -227,7 +217,7 @@ def _declared_length(headers: CIMultiDictProxy[str]) -> int | None:
 
 
 async def _capped(
-    resp: aiohttp.ClientResponse,
+    headers: CIMultiDictProxy[str],
     chunks: AsyncIterator[bytes],
     limit: int | None,
     request: Request,
@@ -235,10 +225,11 @@ async def _capped(
     """The one place a body's size is checked: declared first, then as bytes arrive.
 
     Counts decoded bytes, so a compressed bomb stops at ``limit`` however small it is
-    on the wire. ``limit=None`` lifts the cap (a download streamed to disk).
+    on the wire. ``limit=None`` lifts the cap (a download streamed to disk). Both
+    transports read every body through it (``headers``: the response's).
     """
     if limit is not None:
-        length = _declared_length(resp.headers)
+        length = _declared_length(headers)
         if length is not None and length > limit:
             raise _too_large(limit, request, length)
     total = 0
@@ -247,6 +238,28 @@ async def _capped(
         if limit is not None and total > limit:
             raise _too_large(limit, request)
         yield chunk
+
+
+def capped_chunks(
+    headers: CIMultiDictProxy[str],
+    chunks: AsyncIterator[bytes],
+    limit: int | None,
+    request: Request,
+) -> AsyncIterator[bytes]:
+    """``chunks`` of a streamed body under the same cap as aiohttp's (``limit=None``: none).
+
+    For transports of your own (and the fake's in-process one): a body over ``limit``
+    raises ``ResponseTooLargeError`` exactly as ``AiohttpTransport`` raises it.
+    """
+    return _capped(headers, chunks, limit, request)
+
+
+def capped_body(content: bytes, limit: int | None, request: Request) -> bytes:
+    """A body held whole, refused past ``limit`` as ``AiohttpTransport`` refuses it
+    (``ResponseTooLargeError``, the same words); ``limit=None``: no cap."""
+    if limit is not None and len(content) > limit:
+        raise _too_large(limit, request, len(content))
+    return content
 
 
 class _AiohttpStream:
@@ -261,7 +274,8 @@ class _AiohttpStream:
 
     def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
         chunks = self._resp.content.iter_chunked(chunk_size)
-        return _capped(self._resp, chunks, self._limit if capped else None, self._request)
+        limit = self._limit if capped else None
+        return _capped(self.headers, chunks, limit, self._request)
 
 
 class AiohttpTransport:
@@ -270,6 +284,12 @@ class AiohttpTransport:
     Pass ``session=`` to use a session of your own; it is then never closed here.
     Redirects are never followed (a 3xx comes back as a response), so credentials are
     never forwarded to another origin.
+
+    ``proxy="http://user:password@host:port"`` sends every request through that proxy;
+    without it, ``trust_env=True`` (the default) takes ``HTTPS_PROXY`` / ``HTTP_PROXY``
+    from the environment, read once here, for the hosts ``NO_PROXY`` does not name, and
+    ``trust_env=False`` ignores them. A proxy that refuses, or cannot be reached, raises
+    ``ProxyError``. (The environment's ``.netrc`` is never read.)
     """
 
     enforces_timeout = True
@@ -286,9 +306,12 @@ class AiohttpTransport:
         keepalive_timeout: float = 15.0,
         max_body_size: int = DEFAULT_MAX_BODY,
         ssl: Any = True,
+        proxy: str | yarl.URL | None = None,
+        trust_env: bool = True,
     ) -> None:
         if max_body_size <= 0:
             raise ValueError("max_body_size must be positive")
+        self._proxies = Proxies.configure(proxy, trust_env)
         self._session = session
         self._owns_session = session is None
         self._limit = limit
@@ -314,7 +337,7 @@ class AiohttpTransport:
         if self._session is not None and self._owns_session and loop and loop.is_closed():
             # Used again after its event loop ended (a second asyncio.run()): the old
             # session's connections died with that loop; start fresh in this one.
-            _abandon(self._session)
+            abandon(self._session)
             self._session = None
         if self._session is None:
             self._loop = asyncio.get_running_loop()
@@ -359,6 +382,24 @@ class AiohttpTransport:
         session = self._session
         if session is None or self._closed or self._loop is not loop:
             session = self._get_session()
+        if self._proxies is not None:
+            route = self._proxies.route(request.url)
+            if route is not None:
+                headers: Mapping[str, str] = request.headers
+                if route.headers and request.url.scheme == "http":
+                    # Forwarded as is, so the request itself carries the credentials
+                    # (aiohttp puts proxy_headers on a CONNECT only).
+                    headers = {**request.headers, **route.headers}
+                return session.request(
+                    request.method,
+                    request.url,
+                    headers=headers,
+                    data=request.content,
+                    timeout=timeout,
+                    allow_redirects=False,
+                    proxy=route.url,
+                    proxy_headers=route.headers,
+                )
         return session.request(
             request.method,
             request.url,
@@ -381,12 +422,14 @@ class AiohttpTransport:
             # Awaited directly rather than through ``async with``: one layer less per call.
             resp = await self._open(request, self._send_timeout(timeout), loop)
             try:
+                if resp.status == 407 and self._proxies is not None:
+                    self._refused_by_proxy(request, resp)
                 headers = resp.headers
                 length = _declared_length(headers)
                 if length is not None and length <= self.max_body_size:
                     content = await resp.read()  # one read of a body of known, allowed size
                 else:
-                    chunks = _capped(resp, resp.content.iter_any(), self.max_body_size, request)
+                    chunks = _capped(headers, resp.content.iter_any(), self.max_body_size, request)
                     content = b"".join([chunk async for chunk in chunks])
             finally:
                 resp.release()
@@ -396,10 +439,20 @@ class AiohttpTransport:
                 raise _timed_out(request, timeout.total) from None
             if isinstance(exc, TransportError) or not isinstance(exc, Exception):
                 raise
-            raise _wrap_error(exc, request) from None
+            raise _wrap_error(exc, request, self._route(request)) from None
         if cut is not None:
             self._cutoffs.disarm(cut)
         return response
+
+    def _route(self, request: Request) -> Route | None:
+        """The proxy ``request`` goes through (None: direct)."""
+        return None if self._proxies is None else self._proxies.route(request.url)
+
+    def _refused_by_proxy(self, request: Request, resp: aiohttp.ClientResponse) -> None:
+        """A 407 to a proxied request is the proxy's (a service never sends one)."""
+        route = self._route(request)
+        if route is not None:
+            raise proxy_refused(route, request, resp.status, resp.reason or "")
 
     @asynccontextmanager
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
@@ -411,11 +464,13 @@ class AiohttpTransport:
         except TransportError:
             raise
         except Exception as exc:
-            raise _wrap_error(exc, request) from None
+            raise _wrap_error(exc, request, self._route(request)) from None
         try:
+            if resp.status == 407 and self._proxies is not None:
+                self._refused_by_proxy(request, resp)
             yield _AiohttpStream(resp, self.max_body_size, request)
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise _wrap_error(exc, request) from None
+            raise _wrap_error(exc, request, self._route(request)) from None
         finally:
             resp.release()
 
@@ -424,7 +479,7 @@ class AiohttpTransport:
         self._closed = True
         if self._session is not None and self._owns_session:
             if self._loop is not None and self._loop.is_closed():
-                _abandon(self._session)  # its loop is gone: close the sockets directly
+                abandon(self._session)  # its loop is gone: close the sockets directly
             else:
                 await self._session.close()
         self._session = None
@@ -443,29 +498,6 @@ def _timed_out(request: Request, seconds: float | None) -> RequestTimeout:
     """The error of a send cut off at its ``Request.timeout.total``."""
     where = f"{request.method} {redact_url(request.url)}"
     return RequestTimeout(f"timeout on {where} after {seconds:g}s", request=request)
-
-
-def _abandon(session: aiohttp.ClientSession) -> None:
-    """Drop a session whose loop is closed: close its sockets without that loop."""
-    connector = session.connector
-    conns = getattr(connector, "_conns", None)
-    if isinstance(conns, dict):
-        for entries in conns.values():
-            for protocol, _ in entries:
-                transport = getattr(protocol, "transport", None)
-                sock = getattr(transport, "_sock", None)  # asyncio's selector transport
-                if sock is not None:
-                    with contextlib.suppress(OSError):
-                        sock.close()
-                    # Without its loop the transport cannot close itself; mark it closed.
-                    transport._sock = None  # type: ignore[union-attr]
-        conns.clear()
-    # Mark both closed so neither warns "Unclosed" when collected.
-    with contextlib.suppress(Exception):
-        session._connector = None
-    with contextlib.suppress(Exception):
-        if connector is not None:
-            connector._closed = True
 
 
 _CONNECT_REASONS = {
@@ -502,10 +534,17 @@ def _connect_reason(exc: aiohttp.ClientError) -> str:
     return redact_text(str(os_error or exc))
 
 
-def _wrap_error(exc: BaseException, request: Request) -> TransportError:
-    """Turn an aiohttp/OS error into ours, with URLs and headers redacted."""
+def _wrap_error(exc: BaseException, request: Request, route: Route | None = None) -> TransportError:
+    """Turn an aiohttp/OS error into ours, with URLs and headers redacted.
+
+    ``route``: the proxy the request went through, if any (its failures are ``ProxyError``).
+    """
     where = f"{request.method} {redact_url(request.url)}"
     detail = redact_text(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, aiohttp.ClientHttpProxyError):  # a CONNECT answered other than 2xx
+        return proxy_refused(route, request, exc.status, exc.message)
+    if isinstance(exc, aiohttp.ClientProxyConnectionError) and route is not None:
+        return proxy_unreachable(route, request, _connect_reason(exc))
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return ConnectTimeout(f"connect timeout on {where}", request=request)
     if isinstance(exc, asyncio.TimeoutError):
@@ -555,14 +594,20 @@ Handler = Callable[[Request], "Response | Awaitable[Response]"]
 
 
 class _MockStream:
-    __slots__ = ("content", "headers", "status")
+    __slots__ = ("content", "headers", "limit", "request", "status")
 
-    def __init__(self, status: int, headers: CIMultiDictProxy[str], content: bytes) -> None:
-        self.status = status
-        self.headers = headers
-        self.content = content
+    def __init__(self, response: Response, limit: int, request: Request) -> None:
+        self.status = response.status
+        self.headers = response.headers
+        self.content = response.content
+        self.limit = limit
+        self.request = request
 
-    async def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
+    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
+        limit = self.limit if capped else None
+        return _capped(self.headers, self._chunks(chunk_size), limit, self.request)
+
+    async def _chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
         for start in range(0, len(self.content), chunk_size):
             yield self.content[start : start + chunk_size]
 
@@ -571,10 +616,14 @@ class MockTransport:
     """A transport that calls ``handler(request)`` (sync or async) instead of the network.
 
     Every request is recorded in ``requests``. A handler may raise a TransportError to
-    simulate network failures.
+    simulate network failures. A body over ``max_body_size`` raises
+    ``ResponseTooLargeError`` as ``AiohttpTransport`` does (streams: when capped).
     """
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, *, max_body_size: int = DEFAULT_MAX_BODY) -> None:
+        if max_body_size <= 0:
+            raise ValueError("max_body_size must be positive")
+        self.max_body_size = max_body_size
         self.handler = handler
         self.requests: list[Request] = []
         self.closed = False
@@ -584,7 +633,12 @@ class MockTransport:
         return f"<MockTransport requests={len(self.requests)}>"
 
     async def send(self, request: Request) -> Response:
-        """Record ``request`` and answer with the handler's response."""
+        """Record ``request`` and answer with the handler's response (body capped)."""
+        response = await self._answer(request)
+        capped_body(response.content, self.max_body_size, request)
+        return response
+
+    async def _answer(self, request: Request) -> Response:
         if self.closed:
             raise TransportError("transport is closed")
         self._checked = _sendable_headers(request, self._checked)  # as aiohttp refuses
@@ -598,8 +652,8 @@ class MockTransport:
     @asynccontextmanager
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
         """Answer like ``send`` and yield the body in chunks."""
-        response = await self.send(request)
-        yield _MockStream(response.status, response.headers, response.content)
+        response = await self._answer(request)
+        yield _MockStream(response, self.max_body_size, request)
 
     async def aclose(self) -> None:
         """Mark the transport closed."""

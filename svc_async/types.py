@@ -1,13 +1,32 @@
-"""The SDK's shared type aliases, each stated once: what a callback or an option may be."""
+"""The SDK's shared type aliases, each stated once: what a callback or an option may be.
+
+Also ``Timeout``, the limits of one HTTP exchange, which those options name: it lives here,
+below the transport (which re-exports it), so a sub-client naming an option's type never
+reaches the transport.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TypeAlias
 
-from .transport import Timeout
+import attrs
 
-__all__ = ["AttemptTimeoutArg", "Progress", "TimeoutArg"]
+__all__ = ["AttemptTimeoutArg", "Progress", "Timeout", "TimeoutArg"]
+
+
+@attrs.frozen(slots=True, kw_only=True, cache_hash=True)
+class Timeout:
+    """Time limits for one HTTP exchange, in seconds (None: no limit).
+
+    ``connect`` covers opening the connection, ``read`` each wait for data, ``total``
+    the whole exchange including reading the body.
+    """
+
+    total: float | None = 30.0
+    connect: float | None = 10.0
+    read: float | None = None
+
 
 Progress: TypeAlias = Callable[[int, "int | None"], object]
 """``progress(done, total)``, sync or async (an awaitable result is awaited).

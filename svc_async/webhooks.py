@@ -29,6 +29,7 @@ import attrs
 import yarl
 from aiohttp.web_log import AccessLogger
 
+from . import _validate
 from ._webhook_body import BodyRefused, read_body
 from ._webhook_delivery import (
     DeliveryDispatcher,
@@ -47,17 +48,17 @@ from ._webhook_payloads import (
     OutputFileUpdate,
     StatusCallback,
     describe,
-    feed_sync_state,
     parse_delivery,
     parse_entry_update,
     parse_output_file,
     parse_status_update,
 )
-from .clock import SYSTEM_CLOCK, Clock
+from .clock import SYSTEM_CLOCK, Clock, wait_tasks
 from .errors import WebhookPayloadError, WebhookVerificationError
 from .fleet import fleet_url
 from .redact import redact_url
 from .retry import RetryPolicy
+from .sync import feed_sync_state
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -161,6 +162,29 @@ def _secrets(secret: str | Sequence[str] | None) -> tuple[bytes, ...]:
     return tuple(out)
 
 
+def _check_arguments(
+    *,
+    secret_param: object,
+    verifier: object,
+    callback_retry: object,
+    clock: object,
+    seconds: dict[str, object],
+    account: object,
+) -> None:
+    """``WebhookReceiver``'s arguments checked, in order (``seconds``: the durations)."""
+    if not isinstance(secret_param, str) or not secret_param:
+        raise ValueError("secret_param must be a non-empty string")
+    if verifier is not None and not callable(verifier):
+        raise TypeError("verifier must be callable")
+    if not isinstance(callback_retry, RetryPolicy):
+        raise TypeError("callback_retry must be a RetryPolicy")
+    if clock is not None and not isinstance(clock, Clock):
+        raise TypeError("clock must implement the Clock protocol (now, wall and sleep)")
+    for name, value in seconds.items():
+        _validate.positive_seconds(value, name)
+    _validate.account_name(account)
+
+
 class WebhookReceiver:
     """Receives the service's webhooks in an aiohttp application.
 
@@ -206,24 +230,19 @@ class WebhookReceiver:
         account: str | None = None,
         dedupe_window: float = 600.0,
     ) -> None:
-        if not isinstance(secret_param, str) or not secret_param:
-            raise ValueError("secret_param must be a non-empty string")
-        if verifier is not None and not callable(verifier):
-            raise TypeError("verifier must be callable")
-        if not isinstance(callback_retry, RetryPolicy):
-            raise TypeError("callback_retry must be a RetryPolicy")
-        if clock is not None and not isinstance(clock, Clock):
-            raise TypeError("clock must implement the Clock protocol (now, wall and sleep)")
-        for name, value in (
-            ("read_timeout", read_timeout),
-            ("body_timeout", body_timeout),
-            ("claim_after", claim_after),
-            ("dedupe_window", dedupe_window),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds")
-        if account is not None and (not isinstance(account, str) or not account.strip()):
-            raise ValueError("account must be a non-empty string naming the account")
+        _check_arguments(
+            secret_param=secret_param,
+            verifier=verifier,
+            callback_retry=callback_retry,
+            clock=clock,
+            seconds={
+                "read_timeout": read_timeout,
+                "body_timeout": body_timeout,
+                "claim_after": claim_after,
+                "dedupe_window": dedupe_window,
+            },
+            account=account,
+        )
         self._memory = MemoryLedger(dedupe_size)
         self._secrets = _secrets(secret)
         self._warned_open = False
@@ -591,7 +610,7 @@ class WebhookReceiver:
         """Wait until the deliveries taken so far are done or given up (or ``timeout``)."""
         end = None if timeout is None else self.clock.now() + timeout
         if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=timeout)
+            await wait_tasks(self.clock, self._tasks, timeout)
         await self._dispatcher.drain(None if end is None else max(0.0, end - self.clock.now()))
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
@@ -599,7 +618,7 @@ class WebhookReceiver:
         self._closed = True
         end = None if timeout is None else self.clock.now() + timeout
         if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=timeout)
+            await wait_tasks(self.clock, self._tasks, timeout)
         left = None if end is None else max(0.0, end - self.clock.now())
         await self._dispatcher.aclose(left)
         if self._fleet is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -36,6 +37,19 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     asyncio.set_event_loop(None)
     gc.disable()
+    _forget_proxies()
+
+
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+def _forget_proxies() -> None:
+    """Unset the proxy variables of the shell running the suite: the transports read them
+    by default (``trust_env``), and the tests talk to loopback servers directly. Tests of
+    proxies set the variables they need (``monkeypatch``)."""
+    for name in _PROXY_VARIABLES:
+        os.environ.pop(name, None)
+        os.environ.pop(name.lower(), None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

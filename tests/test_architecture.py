@@ -1,7 +1,10 @@
 """The import rules of ARCHITECTURE.md, checked: data flows one way and rooms keep to themselves.
 
-Imports are read from the source (at any depth, so lazy imports count); those under
-``if TYPE_CHECKING:`` are type-only and never run, so they are allowed to point upwards.
+Imports are read from the source (at any depth, so lazy imports count). The table of what
+each lower room may import counts those that run; the house has no import circle at all,
+type-only imports (``if TYPE_CHECKING:``) included. Also checked: reach-ins into other
+packages' private parts (only ``_compat.py``), every timer and time read through the
+clock seam, and no switching of the process's garbage collector.
 """
 
 from __future__ import annotations
@@ -87,19 +90,23 @@ def _deps(name: str, *, runtime_only: bool = True) -> set[str]:
 # Each lower room and exactly what it may import from the SDK at run time.
 ALLOWED = {
     "_version": set(),
-    "_validate": set(),
+    "_compat": set(),  # the reach-ins into aiohttp and asyncio, version-gated
+    "_headers": set(),
+    "_validate": {"_headers"},
     "redact": set(),
-    "clock": set(),
+    "clock": {"_compat"},  # running_loop
     "cutoff": {"clock"},
     "retry": {"clock"},
     "pagination": set(),
-    "errors": set(),  # models and transport only under TYPE_CHECKING
+    "errors": set(),  # not even under TYPE_CHECKING (test_no_import_circle_at_all)
     "_codegen": {"errors"},
     "models": {"_codegen"},  # the NO_EXTRA sentinel; nothing else
     "converter": {"models", "_codegen", "errors"},
     "_incremental": {"converter", "errors", "redact", "pipeline", "transport", "_exact_json"},
-    "transport": {"clock", "cutoff", "errors", "redact", "_validate"},
-    "types": {"transport"},
+    "transport": {"_compat", "_headers", "clock", "cutoff", "errors", "redact", "_proxy", "types"},
+    "_proxy": {"errors", "redact"},
+    "transport_httpx": {"_proxy", "clock", "cutoff", "errors", "redact", "transport"},
+    "types": set(),  # Timeout lives here, below the transport (which re-exports it)
     "auth": {"errors", "_validate"},
     "ratelimit": {"clock", "errors", "models", "retry"},
     "_decide": {"errors", "retry"},
@@ -178,42 +185,177 @@ def test_the_resources_send_through_the_pipeline_not_the_transport() -> None:
     for name in _sdk_files():
         if name.startswith("resources"):
             assert "transport" not in _deps(name), name
-            assert "client" not in _deps(name), name
+            assert "client" not in _deps(name, runtime_only=False), name
+
+
+def _all_files() -> dict[str, Path]:
+    """Every module of the package: the SDK, the command line and the fake."""
+    return {_module(path)[0]: path for path in PACKAGE.rglob("*.py")}
+
+
+def _graph() -> dict[str, set[str]]:
+    """Who imports whom, every import counted (lazy and type-only ones too)."""
+    files = _all_files()
+    return {
+        name: _imports(path, _module(path)[1], runtime_only=False) - {name}
+        for name, path in files.items()
+    }
+
+
+def _closure(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Everything ``start`` reaches through imports (itself excluded)."""
+    seen: set[str] = set()
+    todo = list(graph.get(start, ()))
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(graph.get(name, ()))
+    return seen - {start}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected parts of two or more."""
+    found = []
+    for name in sorted(graph):
+        reach = _closure(graph, name)
+        part = sorted({name} | {other for other in reach if name in _closure(graph, other)})
+        if len(part) > 1 and part not in found:
+            found.append(part)
+    return found
+
+
+def test_no_import_circle_at_all() -> None:
+    """Not in the SDK, nor in the fake or the command line; lazy and type-only imports
+    count: a circle makes two rooms one, whatever runs first."""
+    assert _cycles(_graph()) == []
+
+
+def test_the_circle_finder_sees_a_circle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_errors_import_nothing_of_the_sdk_even_for_types() -> None:
+    assert _deps("errors", runtime_only=False) == set()
+
+
+# Features built on the sub-clients take what they need as callables or protocols: none
+# of them imports a sub-client class (resources/) or the client.
+FEATURES = ("bulk", "polling", "sync", "webhooks", "_webhook_payloads", "_webhook_delivery")
+
+
+@pytest.mark.parametrize(
+    "name", [*FEATURES, *sorted(n for n in _sdk_files() if n.startswith("fleet"))]
+)
+def test_features_import_no_sub_client_nor_the_client(name: str) -> None:
+    deps = _deps(name, runtime_only=False)
+    assert not {d for d in deps if d == "client" or d.startswith("resources")}, deps
+
+
+def test_the_transport_knows_no_model() -> None:
+    """Not even through another module: the transport moves bytes, the pipeline decodes."""
+    reach = _closure(_graph(), "transport")
+    assert not reach & {"models", "converter", "_codegen", "_validate"}, reach
+
+
+def test_the_shared_types_reach_no_transport() -> None:
+    """A sub-client names its options' types (``TimeoutArg``, ``Timeout``) from
+    ``types.py``: that must not reach the transport (sub-clients send through the pipeline)."""
+    assert _closure(_graph(), "types") == set()
 
 
 # Reaching into another object's private attribute, allowed only where listed (and why).
+# Reach-ins into *another package's* objects (aiohttp's, asyncio's, sys's) are allowed in
+# one module only, ``_compat.py``, which gates each by version and lists it with its reason.
+COMPAT = "_compat"
 PRIVATE_ALLOWED = {
     ("auth", "auth._headers"),  # BearerAuth/HeaderAuth are defined in auth.py itself
     ("client", "view._timeout"),  # with_options: a Client setting up another Client
     ("client", "view._attempt_timeout"),
     ("client", "view._retry"),
     ("client", "view._resources"),
-    ("client", "sys._getframe"),  # where the client was opened, for the unclosed warning
     ("invites", "parts._replace"),  # namedtuple's public API
-    ("transport", "transport._sock"),  # aiohttp internals for a prompt close
-    ("transport", "session._connector"),
-    ("transport", "connector._closed"),
+    # The second transport shares the first's body cap (the one site that refuses a body),
+    # its header check and its wording of timeouts and connect failures.
+    ("transport_httpx", "import _capped"),
+    ("transport_httpx", "import _sendable_headers"),
+    ("transport_httpx", "import _timed_out"),
+    ("transport_httpx", "import _CONNECT_REASONS"),
 }
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _own(node: ast.expr) -> bool:
+    """``self`` or ``cls``: an object's own private parts are its own business."""
+    return isinstance(node, ast.Name) and node.id in ("self", "cls")
+
+
+def _reach_ins(tree: ast.AST) -> set[str]:
+    """Private names used on other objects: ``x._name``, ``getattr(x, "_name")`` and
+    ``setattr``/``hasattr``/``delattr`` alike (shown as ``x._name``), ``import _name``."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                # a private *module* (_validate, _codegen) is the package's own
+                if _private(alias.name) and not _exists(
+                    f"svc_async.{node.module or ''}.{alias.name}"
+                ):
+                    found.add(f"import {alias.name}")
+        elif isinstance(node, ast.Attribute) and _private(node.attr) and not _own(node.value):
+            found.add(ast.unparse(node))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and _private(node.args[1].value)
+            and not _own(node.args[0])
+        ):
+            found.add(f"{ast.unparse(node.args[0])}.{node.args[1].value}")
+    return found
 
 
 def test_no_module_uses_another_modules_private_names() -> None:
     found = set()
     for name, path in _sdk_files().items():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    private = alias.name.startswith("_") and not alias.name.startswith("__")
-                    # a private *module* (_validate, _codegen) is the package's own
-                    if private and not _exists(f"svc_async.{node.module or ''}.{alias.name}"):
-                        found.add((name, f"import {alias.name}"))
-            if (
-                isinstance(node, ast.Attribute)
-                and node.attr.startswith("_")
-                and not node.attr.startswith("__")
-                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
-            ):
-                found.add((name, ast.unparse(node)))
+        if name != COMPAT:
+            found |= {(name, use) for use in _reach_ins(ast.parse(path.read_text()))}
     assert found <= PRIVATE_ALLOWED
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(loop): return loop._thread_id",
+        "def f(loop): return getattr(loop, '_thread_id', None)",
+        "def f(t): setattr(t, '_sock', None)",
+        "def f(t): return hasattr(t, '_conns')",
+        "from aiohttp.connector import _DeprecationWaiter",
+    ],
+)
+def test_the_private_rule_sees_each_way_in(source: str) -> None:
+    assert _reach_ins(ast.parse(source))
+
+
+def test_the_private_rule_lets_own_and_dunder_names_through() -> None:
+    source = "class A:\n def f(self, x): return self._a, getattr(self, '_b'), x.__dict__"
+    assert _reach_ins(ast.parse(source)) == set()
+
+
+def test_compat_lists_each_of_its_reach_ins_with_why() -> None:
+    """Every private name ``_compat`` touches is named in its docstring (the list)."""
+    tree = ast.parse(_sdk_files()[COMPAT].read_text())
+    listed = ast.get_docstring(tree) or ""
+    used = {use.rsplit(".", 1)[-1] for use in _reach_ins(tree)}
+    assert used, "nothing reached into: is the module still needed?"
+    assert {name for name in used if f"``{name}``" not in listed and name not in listed} == set()
 
 
 def test_architecture_md_names_every_room_and_the_readme_points_to_it() -> None:
@@ -266,20 +408,49 @@ def test_every_public_name_resolves_and_the_lazy_ones_load_on_first_use() -> Non
         assert name in svc_async.__all__
 
 
-# One clock: every time read and every wait of the package goes through the seam.
+# One clock: every time read, wait and timer of the package goes through the seam
+# (``clock.py``: ``Clock``, and ``within``/``until``/``wait_tasks`` for bounded waits).
 # testing.fleet and testing.redis_server drive real processes on the real clock (by nature);
 # cutoff schedules its one timer on the loop's timeline, as asyncio.timeout does.
 CLOCK_MODULES = {"clock", "cutoff", "testing.clock", "testing.fleet", "testing.redis_server"}
 _TIME_READS = {"time", "monotonic", "monotonic_ns", "perf_counter", "time_ns", "sleep"}
+_TIMERS = {"timeout", "timeout_at", "wait_for"}
+"""asyncio's timed waits (``asyncio.wait`` counts only with a ``timeout``)."""
+
+# The other timers, each a bound on I/O with a peer on real time (like aiohttp's and
+# redis-py's own socket timeouts, which read the loop too), not a wait the SDK makes for
+# its user: those go through the clock.
+TIMERS_ALLOWED = {
+    # A webhook delivery's body must come within the receiver's read and body timeouts:
+    # a guard against a slow sender, as aiohttp's server timeouts.
+    ("_webhook_body", "asyncio.timeout(body_timeout)"),
+    ("_webhook_body", "asyncio.timeout(read_timeout)"),
+    # Redis: a command's bound (the store's timeout), redis-py's swallowed cancellations
+    # cancelled again, and the commands and writes in flight given their bound at close.
+    ("fleet.store", "asyncio.timeout(bound)"),
+    ("fleet.store", "asyncio.wait({task}, timeout=every)"),
+    ("fleet.store", "asyncio.wait(set(self._late), timeout=self.timeout * 2)"),
+    ("fleet.budget", "asyncio.wait(set(self._writes), timeout=self.store.timeout * 2)"),
+    ("fleet.webhooks", "asyncio.wait(set(self._tasks), timeout=self.store.timeout * 2)"),
+    # The fake's in-process transport enforces Request.timeout.total, as aiohttp does.
+    ("testing.app", "asyncio.timeout(total)"),
+    # The command line bounds a whole command by --timeout: a program on real time.
+    ("cli", "asyncio.timeout(args.timeout)"),
+    ("cli.fleet", "asyncio.timeout(args.timeout)"),
+}
 
 
 def _clock_uses(tree: ast.AST) -> list[str]:
-    """Clock reads and sleeps that bypass the seam: ``time.time()``, ``loop.time()``,
-    ``asyncio.sleep(d)`` with ``d`` other than 0, and ``from time import ...``."""
+    """Clock reads, sleeps and timers that bypass the seam: ``time.time()``,
+    ``loop.time()``, ``asyncio.sleep(d)`` with ``d`` other than 0, ``from time import
+    ...``, ``loop.call_later``/``call_at``, ``asyncio.timeout``/``timeout_at``/``wait_for``
+    and ``asyncio.wait(..., timeout=...)`` (or ``from asyncio import`` one of them)."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "time":
             found += [f"from time import {a.name}" for a in node.names if a.name in _TIME_READS]
+        if isinstance(node, ast.ImportFrom) and node.module == "asyncio":
+            found += [f"from asyncio import {a.name}" for a in node.names if a.name in _TIMERS]
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         func, owner = node.func, ast.unparse(node.func.value)
@@ -287,6 +458,13 @@ def _clock_uses(tree: ast.AST) -> list[str]:
             found.append(ast.unparse(node))
         elif func.attr == "time" and not node.args and "loop" in owner:
             found.append(ast.unparse(node))  # loop.time(), get_running_loop().time()
+        elif func.attr in ("call_later", "call_at"):
+            found.append(ast.unparse(node))  # a timer on a loop, whoever's
+        elif owner == "asyncio" and func.attr in _TIMERS:
+            found.append(ast.unparse(node))
+        elif owner == "asyncio" and func.attr == "wait":
+            if any(k.arg == "timeout" for k in node.keywords):
+                found.append(ast.unparse(node))
         elif owner == "asyncio" and func.attr == "sleep":
             zero = (
                 len(node.args) == 1
@@ -298,13 +476,21 @@ def _clock_uses(tree: ast.AST) -> list[str]:
     return found
 
 
-def test_time_is_read_and_slept_only_through_the_clock() -> None:
+def test_time_is_read_slept_and_timed_only_through_the_clock() -> None:
     found = []
     for path in PACKAGE.rglob("*.py"):
         name, _ = _module(path)
         if name not in CLOCK_MODULES:
-            found += [f"{name}: {use}" for use in _clock_uses(ast.parse(path.read_text()))]
+            uses = _clock_uses(ast.parse(path.read_text()))
+            found += [f"{name}: {use}" for use in uses if (name, use) not in TIMERS_ALLOWED]
     assert found == []
+
+
+def test_each_allowed_timer_still_exists() -> None:
+    """The list names what is there: a timer routed through the clock leaves it."""
+    files = _all_files()
+    for name, use in TIMERS_ALLOWED:
+        assert use in _clock_uses(ast.parse(files[name].read_text())), (name, use)
 
 
 @pytest.mark.parametrize(
@@ -316,11 +502,48 @@ def test_time_is_read_and_slept_only_through_the_clock() -> None:
         "import asyncio\nt = asyncio.get_running_loop().time()",
         "def f(loop): return loop.time()",
         "from time import perf_counter",
+        "def f(loop, cb): loop.call_later(1.0, cb)",
+        "def f(loop, cb): loop.call_at(loop_deadline, cb)",
+        "import asyncio\nasync def f(): \n async with asyncio.timeout(1): pass",
+        "import asyncio\nasync def f(d): \n async with asyncio.timeout_at(d): pass",
+        "import asyncio\nasync def f(a): await asyncio.wait_for(a, 1)",
+        "import asyncio\nasync def f(ts): await asyncio.wait(ts, timeout=1)",
+        "from asyncio import timeout",
     ],
 )
 def test_the_clock_rule_sees_each_way_around_the_seam(source: str) -> None:
     assert _clock_uses(ast.parse(source))
 
 
-def test_the_clock_rule_lets_a_bare_yield_through() -> None:
+def test_the_clock_rule_lets_a_bare_yield_and_an_untimed_wait_through() -> None:
     assert _clock_uses(ast.parse("import asyncio\nasync def f(): await asyncio.sleep(0)")) == []
+    assert _clock_uses(ast.parse("import asyncio\nasync def f(t): await asyncio.wait(t)")) == []
+
+
+# No process-wide side effects: the library never switches the process's garbage
+# collector (a user may, around structuring: ``converter.wrap_structuring``). The command
+# line, a program of its own, and the fake may.
+def _gc_uses(tree: ast.AST) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name == "gc"]
+        elif isinstance(node, ast.ImportFrom) and node.module == "gc":
+            found += [f"from gc import {a.name}" for a in node.names]
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).startswith("gc."):
+            found.append(ast.unparse(node))
+    return found
+
+
+def test_the_library_leaves_the_garbage_collector_alone() -> None:
+    found = []
+    for name, path in _sdk_files().items():
+        found += [f"{name}: {use}" for use in _gc_uses(ast.parse(path.read_text()))]
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    "source", ["import gc\ngc.disable()", "from gc import disable", "import gc as g"]
+)
+def test_the_gc_rule_sees_each_way_in(source: str) -> None:
+    assert _gc_uses(ast.parse(source))

@@ -6,8 +6,10 @@ import asyncio
 import io
 import json
 import logging
+import re
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -267,3 +269,149 @@ def test_a_create_cut_short_by_the_deadline_says_the_job_may_exist(
         "svc-async: error: --timeout: the command did not finish within 0.2s"
         " (the job may have been created: look for it with jobs search)\n"
     )
+
+
+# ---------------------------------------------------------------- one prefix, one meaning
+
+USAGE_ERRORS = [
+    ["nonsense"],
+    ["jobs", "search", "--limit", "0"],
+    ["jobs", "search", "--status", "completed"],
+    ["events", "--all", "--limit", "5"],
+    ["jobs", "get", "abc"],
+    ["entries", "--event", "1", "--season", "1"],
+    [*CREATE, "--start", "2025-03-05", "--end", "2025-03-01"],
+    ["fleet", "status", "--json", "--table"],
+    ["--base-url", "http://127.0.0.1:9", "orgs"],  # no credentials
+    ["--base-url", "ftp://example.invalid", "--token", "t", "orgs"],  # the SDK refuses it
+]
+
+
+@pytest.mark.parametrize("argv", USAGE_ERRORS, ids=" ".join)
+def test_every_usage_error_has_the_one_prefix(
+    argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("SVC_BASE_URL", "SVC_API_TOKEN", "SVC_API_KEY_ID", "SVC_API_KEY_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    code, out, err = run(capsys, *argv)
+    assert code == ExitCode.USAGE and out == ""
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and errors[0].startswith("svc-async: error: "), err
+    assert err.rstrip("\n").splitlines()[-1] == errors[0]  # the message is the last line
+
+
+def test_a_request_refused_before_sending_is_not_a_network_failure() -> None:
+    from svc_async import LocalProtocolError
+    from svc_async.cli.exit_codes import describe, exit_code_for
+
+    exc = LocalProtocolError(
+        "GET https://verify.example/api/public/v1/season was refused before sending: header"
+        " 'Authorization' is not a string or holds a control character (CR, LF, NUL or another)"
+    )
+    assert exit_code_for(exc) == ExitCode.USAGE
+    text = describe(exc)
+    assert not text.startswith("network") and "network" not in text
+    assert text.startswith("GET https://verify.example/api/public/v1/season was refused")
+    assert "nothing was sent" in text
+
+
+async def test_limit_zero_means_the_same_in_the_cli_and_the_sdk(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sdk: list[str] = []
+    async with Client("http://127.0.0.1:9", token="t") as svc:
+        for call in (svc.events.list, svc.jobs.search):
+            with pytest.raises(ValueError) as refused:
+                await call(limit=0)
+            sdk.append(str(refused.value))
+    cli: list[str] = []
+    for argv in (["events", "--limit", "0"], ["jobs", "search", "--limit", "0"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(argv)
+        cli.append(capsys.readouterr().err.splitlines()[-1])
+    assert sdk == ["limit must be at least 1 and at most 100, got 0"] * 2
+    assert (
+        cli == ["svc-async: error: argument --limit: must be at least 1 and at most 100, got 0"] * 2
+    )
+
+
+# ---------------------------------------------------------------- the documented messages
+
+_DOCS = Path(__file__).parents[1] / "docs"
+
+
+def _documented_messages(page: str, section: str) -> list[str]:
+    """The lines of the ``text`` blocks of ``section`` of a docs page."""
+    text = (_DOCS / page).read_text(encoding="utf-8")
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```text\n(.*?)^```", body, flags=re.MULTILINE | re.DOTALL)
+    return [line for block in blocks for line in block.splitlines()]
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _printed_messages(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """What the CLI prints for each documented situation, with the values that change
+    from run to run (port, clock) set to the documented ones."""
+    printed: list[str] = []
+
+    def say(*argv: str, subs: tuple[tuple[str, str], ...] = ()) -> None:
+        _, _, err = run(capsys, *argv)
+        lines = [line for line in err.splitlines() if not line.startswith(("usage:", "    "))]
+        for old, new in subs:
+            lines = [re.sub(old, new, line) for line in lines]
+        printed.extend(lines)
+
+    dead = "http://127.0.0.1:9"
+    say(*CREATE, "--start", "2025-03-05", "--end", "2025-03-01")
+    say("--base-url", dead, "--token", "t", *CREATE[:5], "not-an-email", *CREATE[6:],
+        "--start", "2025-03-01", "--end", "2025-03-02")  # fmt: skip
+    say("jobs", "search", "--status", "completed")
+    say("jobs", "search", "--limit", "0")
+
+    async def limited(request: web.Request) -> web.Response:
+        return web.json_response({"statusCode": 429}, status=429, headers={"Retry-After": "90"})
+
+    with ServedApp(limited) as app:
+        say("--base-url", app.url, "--token", "t", "seasons",
+            subs=((r"after \d\d:\d\d:\d\d UTC", "after 12:03:41 UTC"),))  # fmt: skip
+
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(5)
+        return web.json_response([])
+
+    with ServedApp(slow) as app:
+        say("--base-url", app.url, "--token", "t", "--timeout", "0.2", "seasons",
+            subs=((r"within 0\.2s", "within 10s"),))  # fmt: skip
+    port = _closed_port()
+    say("fleet", "status", "--fleet", f"redis://127.0.0.1:{port}/0",
+        subs=((rf"\b{port}\b", "6379"),))  # fmt: skip
+
+    issues = [ISSUES[0], ISSUES[2]]
+
+    async def refusing(request: web.Request) -> web.Response:
+        body = {"statusCode": 400, "error": "Bad Request", "message": issues}
+        return web.json_response(body, status=400)
+
+    with ServedApp(refusing) as app:
+        say("--base-url", app.url, "--token", "t", *CREATE, "--start", "2025-03-01",
+            "--end", "2025-03-02", subs=((re.escape(app.url) + "/api/public/v1", "..."),))  # fmt: skip
+    return printed
+
+
+@pytest.mark.slow
+def test_the_documented_messages_are_the_printed_ones(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    documented = _documented_messages("cli.md", "Output")
+    assert len(documented) >= 10
+    assert _printed_messages(capsys) == documented
+    # The fleet page shows the same failure, in the same words.
+    [fleet] = _documented_messages("fleet-status.md", "When it fails")
+    assert fleet in documented

@@ -3,6 +3,7 @@ entry-update webhooks, the separate files origin, route counting and legacy mode
 
 from __future__ import annotations
 
+import asyncio
 import io
 from typing import Any
 
@@ -136,7 +137,8 @@ async def test_routine_job_without_output_file_has_none() -> None:
         _, _, created = await call(fake, "POST", JOB, job_request())
         fake.advance(10.0)
         job = fake.job(created["id"])
-        assert job["outputFiles"] == [] and job["outputFileType"] is None
+        # outputFileType is deprecated but never null: every job's output is audio.
+        assert job["outputFiles"] == [] and job["outputFileType"] == "Audio"
 
 
 # ---------------------------------------------------------------- entry updates
@@ -149,8 +151,12 @@ async def test_entry_changes_post_entry_update_webhooks() -> None:
         season_entry = fake.add_entry(season_id=1, name="Season Direct")
         fake.upload_recording(season_entry, "licensed")
         await fake.wait_webhooks()
-        first, second = (r["body"] for r in received)
+        first, added, second = (r["body"] for r in received)
         assert first == payload and first["eventId"] == 2 and "seasonId" not in first
+        # A new entry is announced as a changed one is, with the full entry.
+        assert added["seasonId"] == 1 and "eventId" not in added
+        assert added["entry"]["id"] == season_entry and added["entry"]["soundRecording"] is None
+        assert added["entry"]["name"] == "Season Direct"
         assert first["entry"]["id"] == event_entry and first["entry"]["email"] is None
         division = [f["value"] for f in first["entry"]["fields"] if f["key"] == "division"]
         assert division == ["Solo"]
@@ -159,7 +165,35 @@ async def test_entry_changes_post_entry_update_webhooks() -> None:
         # The entry endpoints agree with what was pushed.
         _, _, listed = await call(fake, "POST", "/api/public/v1/season/1/entries")
         assert next(e for e in listed if e["id"] == season_entry) == second["entry"]
-    assert [d.kind for d in fake.webhook_deliveries] == ["entry", "entry"]
+    assert [d.kind for d in fake.webhook_deliveries] == ["entry", "entry", "entry"]
+
+
+async def test_add_entry_posts_the_entry_update_webhook() -> None:
+    async with receiver() as (hook, received), fresh(webhook_url=hook) as fake:
+        event = fake.add_event(1, "Spring Open", multiple_select=["Pom", "Jazz"])
+        entry_id = fake.add_entry(event, name="Leopards", fields={"styles": ["Jazz"]})
+        await fake.wait_webhooks()
+        [body] = [r["body"] for r in received]
+        assert body == {"entry": fake.entry(entry_id), "eventId": event}
+        _, _, listed = await call(fake, "POST", f"/api/public/v1/event/{event}/entries")
+        assert listed == [body["entry"]]
+    assert [d.kind for d in fake.webhook_deliveries] == ["entry"]
+
+
+async def test_an_entry_added_before_the_loop_runs_is_announced_on_first_use() -> None:
+    async with receiver() as (hook, received):
+        fake = fresh(webhook_url=hook)
+
+        def build() -> int:  # no event loop in this thread: data built up front
+            return fake.add_entry(1, name="Early Bird")
+
+        entry_id = await asyncio.to_thread(build)
+        assert received == [] and fake.webhook_deliveries == []
+        async with fake:
+            await call(fake, "GET", "/api/public/v1/season")  # the fake's first use
+            await fake.wait_webhooks()
+        [body] = [r["body"] for r in received]
+        assert body["eventId"] == 1 and body["entry"]["id"] == entry_id
 
 
 async def test_entry_updates_need_no_webhook_url_and_validate_keys() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from svc_async.testing import FakeClock, FakeService
+from svc_async.testing import SCENARIOS, FakeClock, FakeService
 
 START = dt.datetime(2025, 1, 1, tzinfo=dt.UTC).timestamp()
 TOKEN = FakeService.DEFAULT_TOKEN
@@ -122,8 +122,9 @@ SOURCES = (
 
 
 def checks_of(*, legacy: bool, in_job: bool) -> Check:
-    """13 result keys today (12 in the examples); Master* absent in job answers."""
-    names = [n for n in TWELVE if not (in_job and n.startswith("Master"))]
+    """13 result keys today, all present when checks exist, job answers included; the
+    examples (legacy) show 12, and their job answers leave out the three Master*."""
+    names = [n for n in TWELVE if not (legacy and in_job and n.startswith("Master"))]
     if not legacy:
         names.append(ARRANGEMENT)
 
@@ -307,7 +308,7 @@ def job_of(*, legacy: bool) -> Check:
             "isClaimed": BOOL,
             "type": one_of("VOD", "Routine"),
             "outputFiles": arr(OUTPUT_FILE),
-            "outputFileType": null(one_of("Audio")),
+            "outputFileType": one_of("Audio"),  # deprecated, never null
         }
     return obj(required)
 
@@ -344,7 +345,15 @@ def test_the_checker_refuses_what_types_md_refuses() -> None:
     assert checks_of(legacy=False, in_job=False)(twelve, "c") == [
         "c.Publishing Arrangement Rights: missing"
     ]
-    assert checks_of(legacy=False, in_job=True)({**twelve, ARRANGEMENT: "Accepted"}, "c")
+    thirteen = {**twelve, ARRANGEMENT: "Accepted"}
+    assert checks_of(legacy=False, in_job=True)(thirteen, "c") == []
+    no_master = {k: v for k, v in thirteen.items() if not k.startswith("Master")}
+    assert len(checks_of(legacy=False, in_job=True)(no_master, "c")) == 3
+    legacy_job = {k: v for k, v in no_master.items() if k != ARRANGEMENT}
+    assert checks_of(legacy=True, in_job=True)(legacy_job, "c") == []
+    assert checks_of(legacy=True, in_job=True)(thirteen, "c")
+    job = job_of(legacy=False)
+    assert any("outputFileType" in p for p in job({"outputFileType": None}, "job"))
 
 
 # ---------------------------------------------------------------- the fake's answers
@@ -398,6 +407,77 @@ async def test_every_answer_matches_the_published_types(demo: FakeService) -> No
     problems += arr(job_of(legacy=legacy))(got["jobs"], "jobs")
     assert problems == []
     assert got["entries"] and got["jobs"]
+
+
+JOB = f"{V1}/verification-job"
+
+
+def job_body(**changes: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": "Tigers Senior",
+        "email": "coach@club.example",
+        "requiredTerritories": ["GB", "US"],
+        "startDate": "2025-03-01",
+        "endDate": "2025-03-02",
+        "externalId": None,
+        "organisationId": 1,
+        "audioFileURL": "https://media.example/tigers.mp3",
+        "tags": ["strict"],
+        "licenseDetails": [],
+    }
+    return body | changes
+
+
+def _details(source: str, *urls: str) -> list[dict[str, Any]]:
+    return [
+        {"licenseSource": source, "licenseSourceName": "Elsewhere", "licenseFileURLs": list(urls)}
+    ]
+
+
+STRICT_JOBS = [
+    job_body(),  # no licence at all: Pending License, checks Unknown
+    job_body(email="licensed@club.example", audioFileURL="https://media.example/a.mp3"),
+    job_body(licenseDetails=_details("Other", "https://l.example/ok.pdf"), email=None),
+    job_body(licenseDetails=_details("Bespoke Music", "https://l.example/reject.pdf")),
+    job_body(licenseDetails=_details("Stock Arrangement", "https://l.example/pending.pdf")),
+    job_body(type="VOD", outputFile={"operation": "Mute", "fileType": "Audio"}),
+    job_body(type="Routine", outputFileType="Audio", audioFileURL="https://m.example/b.wav"),
+    job_body(audioFileURL="https://media.example/corrupt.mp3"),
+    job_body(audioFileURL="https://media.example/silence.mp3"),
+]
+"""A job of every kind the fake tells apart: each licence rule, VOD, errored, silent."""
+
+
+async def test_todays_job_answers_and_entries_match_types_md_field_by_field() -> None:
+    """Today's (strict, not legacy) fake, every job answer at every stage and every entry,
+    against the published types: all 13 checks in job answers, ``outputFileType`` Audio."""
+    fake = FakeService(seed=3, clock=FakeClock(start=START), processing_delay=4.0)
+    async with fake:
+        fake.add_service_licence("licensed@club.example")
+        answers = [await get(fake, "POST", JOB, body) for body in STRICT_JOBS]
+        ids = [a["id"] for a in answers]
+        for step in (1.0, 10.0):  # mid-processing, then finished (output files made)
+            fake.advance(step)
+            answers += [await get(fake, "GET", f"{JOB}/{i}") for i in ids]
+        fake.submit(ids[0])
+        answers.append(await get(fake, "GET", f"{JOB}/{ids[0]}"))
+        search = await get(fake, "POST", f"{JOB}/search", {"tags": ["strict"], "limit": 100})
+        answers += search["results"]
+        event = fake.add_event(1, "Strict Open", multiple_select=["Pom", "Jazz"])
+        made = [fake.add_entry(event, recording=scenario) for scenario in SCENARIOS]
+        made.append(fake.add_entry(event, email=None, fields={"styles": ["Pom"]}))
+        made.append(fake.add_entry(season_id=1, recording="partial"))
+        entries = [fake.entry(i) for i in made]
+        entries += await get(fake, "POST", f"{V1}/event/{event}/entries", {})
+    problems = arr(job_of(legacy=False))(answers, "jobs")
+    problems += arr(entry_of(legacy=False))(entries, "entries")
+    assert problems == []
+    songs = [s for a in answers if a["recording"] for s in a["recording"]["songs"]]
+    checked = [s["licenseChecks"] for s in songs if s["licenseChecks"] is not None]
+    assert checked and all(len(set(c) - {"Territory Match"}) == 13 for c in checked)
+    assert {a["status"] for a in answers} >= {"Created", "Processed", "Submitted", "Errored"}
+    assert {a["outputFileType"] for a in answers} == {"Audio"}
+    assert any(a["outputFiles"] for a in answers)
 
 
 def _songs(answers: dict[str, Any]) -> list[dict[str, Any]]:

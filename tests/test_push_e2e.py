@@ -136,7 +136,8 @@ async def test_an_entry_update_reaches_its_handler_and_feeds_the_next_sync() -> 
         fake.update_entry(entry_id, name="Lions", recording="licensed")
         await fake.wait_webhooks()
         await receiver.drain()
-        [update] = updates
+        added, update = updates  # the new entry is announced too, then its change
+        assert added.event_id == event and added.entry.name == "Leopards"
         assert update.event_id == event and update.entry.name == "Lions"
         fetched = await svc.entries.for_event(event)
         assert fetched[0].name == "Lions" and fetched[0].id == update.entry.id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -74,6 +75,39 @@ def test_fresh_project_without_any_configuration(pytester: pytest.Pytester) -> N
     result = pytester.runpytest_subprocess(*LOAD, *OTHERS_OFF, "-q")
     result.assert_outcomes(passed=1)
     assert "requested an async fixture" not in result.stdout.str()
+
+
+def _testing_page_config() -> str:
+    """The pytest configuration the Testing page tells a new project to write."""
+    page = (Path(__file__).parents[1] / "docs" / "testing.md").read_text(encoding="utf-8")
+    shown = re.findall(r"^```toml\n(.*?)^```", page, flags=re.MULTILINE | re.DOTALL)
+    found = [b for b in shown if "asyncio_default_fixture_loop_scope" in b]
+    assert found, "the Testing page shows no pyproject.toml with the loop scope setting"
+    return found[0]
+
+
+@pytest.mark.slow
+def test_a_new_project_configured_as_the_testing_page_says_has_no_warning(
+    pytester: pytest.Pytester,
+) -> None:
+    """The page's configuration, nothing else, and ``-W error``: no deprecation warning."""
+    config = _testing_page_config()
+    assert tomllib.loads(config)["tool"]["pytest"]["ini_options"]
+    pytester.makefile(".toml", pyproject=config)
+    pytester.makepyfile(
+        test_user="""
+        import pytest
+
+        @pytest.mark.asyncio
+        async def test_events(svc_client, svc_fake):
+            assert len(await svc_client.events.list(limit=5)) == 5
+            assert svc_fake.count("POST", "/api/public/v1/event") == 1
+        """
+    )
+    result = pytester.runpytest_subprocess(*LOAD, *OTHERS_OFF, "-W", "error", "-q")
+    output = result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1)
+    assert "Deprecation" not in output and "warning" not in output.lower(), output
 
 
 @pytest.mark.slow

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import re
+import sys
+from typing import NoReturn
 
 from .._validate import MAX_PAGE_SIZE
 from .._version import __version__
@@ -16,7 +18,8 @@ EXIT_CODES_HELP = """\
 exit codes:
   0    success
   1    unexpected error (a bug: please report it)
-  2    usage: bad arguments or options, missing URL or credentials
+  2    usage: bad arguments or options, missing URL or credentials, or a
+       request refused before sending (a header value with a newline)
   3    authentication or permission refused (HTTP 401/403)
   4    not found (HTTP 404)
   5    other error answer (4xx/5xx, rate limit), or a create not confirmed
@@ -189,6 +192,20 @@ def country(text: str) -> str:
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the description's line breaks and shows defaults where set."""
+
+
+class CliParser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors all start ``svc-async: error:``.
+
+    argparse prefixes an error with the (sub)command's own ``prog`` (``svc-async jobs
+    search: error: ...``); every other failure of the tool is ``svc-async: error: ...``.
+    The usage of the command that failed is still shown above it. Subcommand parsers
+    are made of this class too (argparse gives them their parent's class).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{PROG}: error: {message}\n")
 
 
 def _output_options() -> argparse.ArgumentParser:
@@ -427,7 +444,8 @@ def _fleet_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line."""
-    parser = argparse.ArgumentParser(
+    # Typed as its base: the subcommand parsers argparse makes of it are CliParsers too.
+    parser: argparse.ArgumentParser = CliParser(
         prog=PROG, description=_DESCRIPTION, epilog=_EPILOG, formatter_class=_Formatter
     )
     _global_options(parser)

@@ -9,6 +9,7 @@ from ..errors import (
     AuthenticationError,
     FleetStoreError,
     JobWaitTimeout,
+    LocalProtocolError,
     NotFoundError,
     PermissionDeniedError,
     ResponseDecodeError,
@@ -49,6 +50,8 @@ def exit_code_for(exc: BaseException) -> ExitCode:
         return ExitCode.NOT_FOUND
     if isinstance(exc, JobWaitTimeout):
         return ExitCode.WAIT_TIMEOUT
+    if isinstance(exc, LocalProtocolError):  # refused here, before sending: not the network
+        return ExitCode.USAGE
     if isinstance(exc, TransportError | CommandTimeout | FleetStoreError):
         return ExitCode.NETWORK
     if isinstance(exc, ResponseDecodeError):
@@ -73,6 +76,9 @@ def describe(exc: BaseException) -> str:
         return f"{text} (check --token / SVC_API_TOKEN or the API key)"
     if isinstance(exc, PermissionDeniedError):
         return f"{text} (this account may not access it)"
+    if isinstance(exc, LocalProtocolError):
+        hint = "nothing was sent: check the options and SVC_* variables for a stray newline"
+        return f"{text} ({hint})"
     if isinstance(exc, TransportError):
         return f"network: {text}"
     if isinstance(exc, FleetStoreError):

@@ -31,9 +31,9 @@ gives a URL fit to show.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
 
 import attrs
 
@@ -111,6 +111,29 @@ def _after_authority(url: str) -> str:
 def parse_url(url: object) -> Target:
     """What ``url`` names; ``TypeError``/``ValueError`` (never quoting it) if it is not
     a fleet URL of one of the forms in the module docstring."""
+    parts = _split(url)
+    base, _, variant = parts.scheme.lower().partition("+")
+    kind = _KINDS[variant]
+    tls = base == "rediss"
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    username, password = _userinfo(userinfo)
+    options = _options(parts.query, kind=kind, tls=tls)
+    db = options.pop("db", 0)
+    path = unquote(parts.path)
+    if base == "unix":
+        socket = _socket_path(hosts, path)
+        return Target(kind, tls, (), socket, None, db, username, password, options)
+    nodes = _nodes(hosts, base, kind)
+    master, db = _master_and_db(path, kind, parts.scheme, db)
+    return Target(kind, tls, nodes, None, master, db, username, password, options)
+
+
+_KINDS: dict[str, Kind] = {"": "server", "sentinel": "sentinel", "cluster": "cluster"}
+"""The kind of target a scheme's ``+variant`` names (none: one server)."""
+
+
+def _split(url: object) -> SplitResult:
+    """``url`` split into its parts, once its scheme and form are checked."""
     if not isinstance(url, str):
         raise TypeError("fleet must be a Redis URL string")
     scheme = url.partition("://")[0].lower() + "://"
@@ -127,44 +150,45 @@ def parse_url(url: object) -> Target:
         raise ValueError("fleet URL is malformed") from None
     if parts.fragment:
         raise ValueError("fleet URL has a '#fragment': percent-encode a password's '#'")
-    base, _, variant = parts.scheme.lower().partition("+")
-    kind: Kind = "server" if not variant else "sentinel" if variant == "sentinel" else "cluster"
-    tls = base == "rediss"
-    userinfo, _, hosts = parts.netloc.rpartition("@")
-    username, password = _userinfo(userinfo)
-    options = _options(parts.query, kind=kind, tls=tls)
-    db = options.pop("db", 0)
-    nodes: tuple[tuple[str, int], ...] = ()
-    socket = master = None
-    path = unquote(parts.path)
-    if base == "unix":
-        if hosts or not path.strip("/"):
-            raise ValueError("a unix fleet URL is unix://[[user]:password@]/path/to/socket")
-        socket = path
-    else:
-        default = 26379 if kind == "sentinel" else 6379
-        nodes = tuple(_node(node, default) for node in hosts.split(","))
-        if len(nodes) > 1 and kind == "server":
+    return parts
+
+
+def _socket_path(hosts: str, path: str) -> str:
+    """The socket of a ``unix://`` URL: a path, and no host."""
+    if hosts or not path.strip("/"):
+        raise ValueError("a unix fleet URL is unix://[[user]:password@]/path/to/socket")
+    return path
+
+
+def _nodes(hosts: str, base: str, kind: Kind) -> tuple[tuple[str, int], ...]:
+    """Host and port of each node named (one only for a single server)."""
+    default = 26379 if kind == "sentinel" else 6379
+    nodes = tuple(_node(node, default) for node in hosts.split(","))
+    if len(nodes) > 1 and kind == "server":
+        raise ValueError(
+            f"a {base}:// fleet URL names one host (several: {base}+sentinel:// with"
+            f" the master's name, or {base}+cluster://)"
+        )
+    return nodes
+
+
+def _master_and_db(path: str, kind: Kind, scheme: str, db: int) -> tuple[str | None, int]:
+    """The master's name (Sentinel only) and the database a URL's path names (else ``db``)."""
+    segments = [s for s in path.split("/") if s]
+    if kind == "sentinel":
+        if not segments or len(segments) > 2:
             raise ValueError(
-                f"a {base}:// fleet URL names one host (several: {base}+sentinel:// with"
-                f" the master's name, or {base}+cluster://)"
+                f"a {scheme} fleet URL names the master: "
+                f"{scheme}://host:26379[,host:port...]/<master-name>[/db]"
             )
-        segments = [s for s in path.split("/") if s]
-        if kind == "sentinel":
-            if not segments or len(segments) > 2:
-                raise ValueError(
-                    f"a {parts.scheme} fleet URL names the master: "
-                    f"{parts.scheme}://host:26379[,host:port...]/<master-name>[/db]"
-                )
-            master = segments[0]
-            db = _db(segments[1]) if len(segments) == 2 else 0
-        elif segments:
-            if len(segments) > 1:
-                raise ValueError("a fleet URL's path is the database number (/0), no more")
-            db = _db(segments[0])
-        if kind == "cluster" and db != 0:
-            raise ValueError("a Redis Cluster has database 0 only")
-    return Target(kind, tls, nodes, socket, master, db, username, password, options)
+        return segments[0], _db(segments[1]) if len(segments) == 2 else 0
+    if len(segments) > 1:
+        raise ValueError("a fleet URL's path is the database number (/0), no more")
+    if segments:
+        db = _db(segments[0])
+    if kind == "cluster" and db != 0:
+        raise ValueError("a Redis Cluster has database 0 only")
+    return None, db
 
 
 def _userinfo(userinfo: str) -> tuple[str | None, str | None]:
@@ -196,41 +220,62 @@ def _db(text: str) -> int:
 
 
 def _options(query: str, *, kind: Kind, tls: bool) -> dict[str, Any]:
+    known = _known_options(kind, tls)
     options: dict[str, Any] = {}
     for name, value in parse_qsl(query, keep_blank_values=True):
         if name in options:
             raise ValueError(f"fleet URL gives {name!r} twice")
-        if name in _TLS_OPTIONS and not tls:
-            raise ValueError(f"fleet URL option {name!r} needs a TLS scheme (rediss...)")
-        if name in _SENTINEL_OPTIONS and kind != "sentinel":
-            raise ValueError(f"fleet URL option {name!r} needs a Sentinel URL")
-        if name == "ssl_password" and kind == "cluster":  # redis-py's cluster client has none
-            raise ValueError(
-                "fleet URL option 'ssl_password' is not for a Cluster: use a key file"
-                " without a passphrase"
-            )
-        if name == "db" and kind == "server":
-            options[name] = _db(value)
-        elif name == "ssl_cert_reqs":
-            if value not in _CERT_REQS:
-                raise ValueError("fleet URL option 'ssl_cert_reqs' is required, optional or none")
-            options[name] = value
-        elif name == "ssl_check_hostname":
-            if value.lower() not in _BOOLS:
-                raise ValueError("fleet URL option 'ssl_check_hostname' is true or false")
-            options[name] = _BOOLS[value.lower()]
-        elif name in _TLS_OPTIONS or name in _SENTINEL_OPTIONS or name == "client_name":
-            options[name] = value
-        else:
-            known = sorted(
-                {"client_name"}
-                | (_TLS_OPTIONS if tls else set())
-                | (_SENTINEL_OPTIONS if kind == "sentinel" else set())
-                | ({"db"} if kind == "server" else set())
-            )
-            shown = repr(name) if name.isidentifier() and len(name) <= 40 else "(unreadable)"
-            raise ValueError(f"fleet URL option {shown} unknown here (known: {', '.join(known)})")
+        _check_option(name, kind=kind, tls=tls, known=known)
+        options[name] = _OPTION_VALUES.get(name, str)(value)
     return options
+
+
+def _known_options(kind: Kind, tls: bool) -> frozenset[str]:
+    """The query options a URL of ``kind`` (over TLS or not) may give."""
+    return frozenset(
+        {"client_name"}
+        | (_TLS_OPTIONS if tls else set())
+        | (_SENTINEL_OPTIONS if kind == "sentinel" else set())
+        | ({"db"} if kind == "server" else set())
+    )
+
+
+def _check_option(name: str, *, kind: Kind, tls: bool, known: frozenset[str]) -> None:
+    """``ValueError`` saying why when ``name`` is no option of this URL."""
+    if name in _TLS_OPTIONS and not tls:
+        raise ValueError(f"fleet URL option {name!r} needs a TLS scheme (rediss...)")
+    if name in _SENTINEL_OPTIONS and kind != "sentinel":
+        raise ValueError(f"fleet URL option {name!r} needs a Sentinel URL")
+    if name == "ssl_password" and kind == "cluster":  # redis-py's cluster client has none
+        raise ValueError(
+            "fleet URL option 'ssl_password' is not for a Cluster: use a key file"
+            " without a passphrase"
+        )
+    if name not in known:
+        shown = repr(name) if name.isidentifier() and len(name) <= 40 else "(unreadable)"
+        raise ValueError(
+            f"fleet URL option {shown} unknown here (known: {', '.join(sorted(known))})"
+        )
+
+
+def _cert_reqs(value: str) -> str:
+    if value not in _CERT_REQS:
+        raise ValueError("fleet URL option 'ssl_cert_reqs' is required, optional or none")
+    return value
+
+
+def _check_hostname(value: str) -> bool:
+    if value.lower() not in _BOOLS:
+        raise ValueError("fleet URL option 'ssl_check_hostname' is true or false")
+    return _BOOLS[value.lower()]
+
+
+_OPTION_VALUES: dict[str, Callable[[str], Any]] = {
+    "db": _db,
+    "ssl_cert_reqs": _cert_reqs,
+    "ssl_check_hostname": _check_hostname,
+}
+"""How the value of an option is read (any other: as given)."""
 
 
 def redis_client(url: str, *, timeout: float) -> Any:

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from redis.exceptions import MaxConnectionsError, RedisError
 
-from ..clock import SYSTEM_CLOCK, Clock
+from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
 from .connect import check_url, describe, redis_client
 from .keys import account_namespace
 
@@ -138,7 +138,7 @@ class Store:
         if wait is None or wait >= self.timeout + block:
             return await attempt
         task = asyncio.get_running_loop().create_task(attempt)
-        done, _ = await asyncio.wait({task}, timeout=max(0.0, wait))
+        done, _ = await wait_tasks(self.clock, {task}, max(0.0, wait))  # the caller's
         if done:
             return task.result()
         self._late.add(task)

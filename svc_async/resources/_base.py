@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, Required, TypedDict, U
 from ..types import AttemptTimeoutArg, TimeoutArg
 
 if TYPE_CHECKING:
-    from ..client import Client
     from ..clock import Clock
     from ..pipeline import Decoder, StreamDecoder
     from ..retry import RetryPolicy
@@ -58,10 +57,22 @@ class Send(Protocol):
     ) -> Awaitable[Any]: ...
 
 
+class Owner(Protocol):
+    """What a sub-client reads of the client that made it (a ``Client``, known by this
+    shape so that the client imports its sub-clients and never the other way round)."""
+
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def webhooks(self) -> object: ...
+    @property
+    def creation_tags(self) -> bool: ...
+
+
 class Resource:
     """Base of the sub-clients; sends through the ``send`` callable its client gives it."""
 
-    def __init__(self, client: Client, send: Send) -> None:
+    def __init__(self, client: Owner, send: Send) -> None:
         self._owner = client
         self._send = send
 

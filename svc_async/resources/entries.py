@@ -122,7 +122,15 @@ class Entries(Resource):
             )
         return _entries(data)
 
-    async def _fetch_path(self, path: str, body: dict[str, Any] | None) -> builtins.list[Entry]:
+    async def _fetch_event_entries(
+        self, event_id: int, body: dict[str, Any] | None
+    ) -> builtins.list[Entry]:
+        return await self._fetch(EVENT_PATH.format(id=event_id), body, "default", "default", None)
+
+    async def _fetch_season_entries(
+        self, season_id: int, body: dict[str, Any] | None
+    ) -> builtins.list[Entry]:
+        path = SEASON_PATH.format(id=season_id)
         return await self._fetch(path, body, "default", "default", None)
 
     async def _fetch_event(
@@ -166,9 +174,10 @@ class Entries(Resource):
         from ..bulk import entry_batches
 
         return entry_batches(
-            self._fetch_path,
+            self._fetch_event_entries,
             "event",
             event_ids,
+            filter_body=filter_body,
             concurrency=concurrency,
             updated_after=updated_after,
             fields=fields,
@@ -190,9 +199,10 @@ class Entries(Resource):
         from ..bulk import entry_batches
 
         return entry_batches(
-            self._fetch_path,
+            self._fetch_season_entries,
             "season",
             season_ids,
+            filter_body=filter_body,
             concurrency=concurrency,
             updated_after=updated_after,
             fields=fields,

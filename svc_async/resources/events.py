@@ -30,10 +30,14 @@ class Events(Resource):
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
     ) -> builtins.list[Event]:
-        """One page of events (the service's default page is 25, its maximum 100)."""
+        """One page of events (the service's default page is 25, its maximum 100).
+
+        ``limit`` is 1 to 100, as in ``jobs.search`` and the command line: a page of
+        nothing is never what a caller means.
+        """
         body: dict[str, Any] = {}
         if limit is not None:
-            body["limit"] = v.count(limit, "limit", maximum=v.MAX_PAGE_SIZE)
+            body["limit"] = v.count(limit, "limit", minimum=1, maximum=v.MAX_PAGE_SIZE)
         if offset is not None:
             body["offset"] = v.count(offset, "offset")
         if organisation_id is not None:

@@ -17,7 +17,15 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ..errors import ConnectionLostError, RequestTimeout, TransportError
-from ..transport import Request, Response, StreamResponse, Timeout
+from ..transport import (
+    DEFAULT_MAX_BODY,
+    Request,
+    Response,
+    StreamResponse,
+    Timeout,
+    capped_body,
+    capped_chunks,
+)
 from .wire import Outcome, RawRequest
 
 __all__ = ["InProcessTransport", "make_app"]
@@ -68,9 +76,15 @@ class _Stream:
     status: int
     headers: CIMultiDictProxy[str]
     content: bytes
+    request: Request
+    max_body_size: int
     cut: bool = False
 
-    async def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
+    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
+        limit = self.max_body_size if capped else None
+        return capped_chunks(self.headers, self._chunks(chunk_size), limit, self.request)
+
+    async def _chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
         limit = len(self.content) // 2 if self.cut else len(self.content)
         for start in range(0, limit, chunk_size):
             yield self.content[start : min(start + chunk_size, limit)]
@@ -84,7 +98,8 @@ class InProcessTransport:
     Honours ``Request.timeout.total`` (raising ``RequestTimeout``), raises
     ``ConnectionLostError`` for injected resets and cut bodies, and supports ``stream``
     for downloads. ``base_url`` is used for requests whose URL is relative; requests to
-    ``files_origin()`` go to the fake's files origin.
+    ``files_origin()`` go to the fake's files origin. A body over ``max_body_size``
+    raises ``ResponseTooLargeError`` as ``AiohttpTransport`` does (streams: when capped).
     """
 
     def __init__(
@@ -94,7 +109,11 @@ class InProcessTransport:
         base_url: str = "http://fake.invalid",
         on_close: Callable[[], Awaitable[None]] | None = None,
         files_origin: Callable[[], str] | None = None,
+        max_body_size: int = DEFAULT_MAX_BODY,
     ) -> None:
+        if max_body_size <= 0:
+            raise ValueError("max_body_size must be positive")
+        self.max_body_size = max_body_size
         self._execute = execute
         self._files_origin = files_origin
         self.base_url = base_url.rstrip("/")
@@ -146,7 +165,7 @@ class InProcessTransport:
         return Response(
             status=outcome.status,
             headers=self._headers(outcome),
-            content=outcome.body,
+            content=capped_body(outcome.body, self.max_body_size, request),
             request=request,
         )
 
@@ -160,7 +179,12 @@ class InProcessTransport:
                 request=request,
             )
         yield _Stream(
-            outcome.status, self._headers(outcome), outcome.body, outcome.action == "cut_body"
+            outcome.status,
+            self._headers(outcome),
+            outcome.body,
+            request,
+            self.max_body_size,
+            outcome.action == "cut_body",
         )
 
     async def aclose(self) -> None:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .core import ServiceCore
     from .files import FileStore
     from .state import State
+    from .webhooks import WebhookDispatcher
 
 JSON = dict[str, Any]
 _YEAR = 365 * 86400.0
@@ -41,9 +42,23 @@ class Builders:
     catalogue: list[JSON]
     core: ServiceCore
     base_url: str | None
+    _webhooks: WebhookDispatcher
 
     def now(self) -> float:  # pragma: no cover - provided by FakeService
         raise NotImplementedError
+
+    def _announce_entry(self, entry: Entry) -> JSON:
+        """POST the entry-update webhook (``{entry, eventId}`` or ``{entry, seasonId}``,
+        the full entry) to ``webhook_url`` when one is set; returns the payload."""
+        rendered = self.core.render_entry(entry, self.base_url or "http://fake.invalid", self.now())
+        payload: JSON = {"entry": rendered}
+        if entry.event_id is not None:
+            payload["eventId"] = entry.event_id
+        else:
+            payload["seasonId"] = entry.season_id
+        if self._webhooks.url:
+            self._webhooks.post(self._webhooks.url, payload)
+        return payload
 
     def add_account(
         self,
@@ -217,7 +232,9 @@ class Builders:
         ``recording`` is a scenario (see ``seed``: licensed, other, bespoke,
         pending_license, rejected, territory, partial, failed), a list of per-song
         scenarios, or None for no recording; it is stamped ``updatedAt`` = now.
-        No webhook is sent (see ``update_entry``).
+        The service announces a new entry as it announces a changed one: the
+        entry-update webhook (``{entry, eventId}`` or ``{entry, seasonId}``) goes to
+        ``webhook_url`` when one is set (see ``update_entry``).
         """
         if (event_id is None) == (season_id is None):
             raise ValueError("give exactly one of event_id and season_id")
@@ -228,6 +245,7 @@ class Builders:
             entry.recording = self._recording(entry, recording, territories)
         entry.id = self.state.next_id("entry", 200)
         self.state.entries[entry.id] = entry
+        self._announce_entry(entry)
         return entry.id
 
     def add_service_licence(

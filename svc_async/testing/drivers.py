@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from .builders import Builders
 from .clock import format_timestamp
 from .lifecycle import finish_job, submit_job
-from .state import Entry
 
 if TYPE_CHECKING:
     from .webhooks import WebhookDispatcher
@@ -61,17 +60,6 @@ class Drivers(Builders):
         """The team uploads a new recording (``scenario`` as in ``add_entry``); see
         ``update_entry`` for the webhook. Returns the payload."""
         return self.update_entry(entry_id, recording=scenario)
-
-    def _announce_entry(self, entry: Entry) -> JSON:
-        rendered = self.core.render_entry(entry, self.base_url or "http://fake.invalid", self.now())
-        payload: JSON = {"entry": rendered}
-        if entry.event_id is not None:
-            payload["eventId"] = entry.event_id
-        else:
-            payload["seasonId"] = entry.season_id
-        if self._webhooks.url:
-            self._webhooks.post(self._webhooks.url, payload)
-        return payload
 
     def touch_recording(self, entry_id: int) -> str:
         """Bump an entry's recording ``updatedAt`` to now; returns the new timestamp."""

@@ -18,26 +18,59 @@ from __future__ import annotations
 
 import hmac
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import attrs
 import orjson
 
+from .access import TokenBook
+from .files import FileStore
+from .flavour import Flavour
 from .jobs import create_job, render_job
 from .lifecycle import job_status
 from .render import render_event, render_org, render_season
 from .rules import read_create, read_entries_filter, read_events, read_search
-from .state import Account, Entry
+from .state import Account, Entry, State
 from .validation import Validator
 from .wire import HTTPError, RawRequest
-
-if TYPE_CHECKING:
-    from .core import ServiceCore
 
 JSON = dict[str, Any]
 Answer = tuple[int, Any]
 
-__all__ = ["Call"]
+__all__ = ["Call", "Core"]
+
+
+class _Settings(Protocol):
+    """The settings an endpoint reads (``core.Settings``)."""
+
+    @property
+    def processing_delay(self) -> float: ...
+    @property
+    def token_ttl(self) -> float | None: ...
+    @property
+    def search_lag(self) -> float: ...
+
+
+class Core(Protocol):
+    """What an endpoint reads of the service core (``core.ServiceCore``, which routes
+    to the endpoints: they know it by this shape, so the import goes one way)."""
+
+    @property
+    def state(self) -> State: ...
+    @property
+    def tokens(self) -> TokenBook: ...
+    @property
+    def settings(self) -> _Settings: ...
+    @property
+    def flavour(self) -> Flavour: ...
+    @property
+    def files(self) -> FileStore: ...
+    @property
+    def catalogue(self) -> list[JSON]: ...
+    @property
+    def on_job_created(self) -> Callable[[int], None] | None: ...
+    def render_entry(self, entry: Entry, base: str, now: float) -> JSON: ...
 
 
 @attrs.frozen(kw_only=True)
@@ -73,7 +106,7 @@ def _int_param(call: Call, name: str) -> int:
     return int(value)
 
 
-def _visible(core: ServiceCore, call: Call, org_id: int | None = None) -> set[int]:
+def _visible(core: Core, call: Call, org_id: int | None = None) -> set[int]:
     assert call.account is not None
     visible = core.state.visible_orgs(call.account)
     if org_id is None:
@@ -86,7 +119,7 @@ def _visible(core: ServiceCore, call: Call, org_id: int | None = None) -> set[in
 # ----------------------------------------------------------------- auth
 
 
-def login(core: ServiceCore, call: Call) -> Answer:
+def login(core: Core, call: Call) -> Answer:
     """``POST /api/auth/api-key/login`` ``{key, secret}``."""
     v = Validator(_body(call))
     key = v.string("key", required=True)
@@ -100,7 +133,7 @@ def login(core: ServiceCore, call: Call) -> Answer:
     raise HTTPError(401, "Invalid API key")
 
 
-def refresh(core: ServiceCore, call: Call) -> Answer:
+def refresh(core: Core, call: Call) -> Answer:
     """``POST /api/auth/access-token/refresh`` ``{refreshToken}`` (each works once)."""
     v = Validator(_body(call))
     token = v.string("refreshToken", required=True)
@@ -115,12 +148,12 @@ def refresh(core: ServiceCore, call: Call) -> Answer:
 # ----------------------------------------------------------------- organisations
 
 
-def orgs(core: ServiceCore, call: Call) -> Answer:
+def orgs(core: Core, call: Call) -> Answer:
     """``GET /api/orgs/me``."""
     return 200, [render_org(core.state.orgs[i]) for i in sorted(_visible(core, call))]
 
 
-def seasons(core: ServiceCore, call: Call) -> Answer:
+def seasons(core: Core, call: Call) -> Answer:
     """``GET /api/public/v1/season``."""
     visible = _visible(core, call)
     found = sorted(core.state.seasons.values(), key=lambda s: s.id)
@@ -128,7 +161,7 @@ def seasons(core: ServiceCore, call: Call) -> Answer:
     return 200, [render_season(s, legacy=legacy) for s in found if s.organisation_id in visible]
 
 
-def events(core: ServiceCore, call: Call) -> Answer:
+def events(core: Core, call: Call) -> Answer:
     """``POST /api/public/v1/event`` (paged)."""
     req = read_events(_body(call))
     visible = _visible(core, call, req["organisationId"])
@@ -156,7 +189,7 @@ def _field_matches(entry: Entry, wanted: JSON) -> bool:
     return False
 
 
-def _entries(core: ServiceCore, call: Call, entries: list[Entry]) -> Answer:
+def _entries(core: Core, call: Call, entries: list[Entry]) -> Answer:
     after, filters = read_entries_filter(_body(call))
     out = []
     for entry in sorted(entries, key=lambda e: e.id):
@@ -167,7 +200,7 @@ def _entries(core: ServiceCore, call: Call, entries: list[Entry]) -> Answer:
     return 200, out
 
 
-def event_entries(core: ServiceCore, call: Call) -> Answer:
+def event_entries(core: Core, call: Call) -> Answer:
     """``POST /api/public/v1/event/{id}/entries``."""
     event = core.state.events.get(_int_param(call, "id"))
     if event is None or event.organisation_id not in _visible(core, call):
@@ -175,7 +208,7 @@ def event_entries(core: ServiceCore, call: Call) -> Answer:
     return _entries(core, call, [e for e in core.state.entries.values() if e.event_id == event.id])
 
 
-def season_entries(core: ServiceCore, call: Call) -> Answer:
+def season_entries(core: Core, call: Call) -> Answer:
     """``POST /api/public/v1/season/{seasonId}/entries``."""
     season = core.state.seasons.get(_int_param(call, "seasonId"))
     if season is None or season.organisation_id not in _visible(core, call):
@@ -186,7 +219,7 @@ def season_entries(core: ServiceCore, call: Call) -> Answer:
 # ----------------------------------------------------------------- jobs
 
 
-def create(core: ServiceCore, call: Call) -> Answer:
+def create(core: Core, call: Call) -> Answer:
     """``POST /api/public/v1/verification-job``: the job as created (status Created)."""
     request = read_create(_body(call))
     _visible(core, call, request["organisationId"])
@@ -209,7 +242,7 @@ def create(core: ServiceCore, call: Call) -> Answer:
     return 200, rendered
 
 
-def get_job(core: ServiceCore, call: Call) -> Answer:
+def get_job(core: Core, call: Call) -> Answer:
     """``GET /api/public/v1/verification-job/{verificationJobId}``."""
     job = core.state.jobs.get(_int_param(call, "verificationJobId"))
     if job is None or job.organisation_id not in _visible(core, call):
@@ -219,7 +252,7 @@ def get_job(core: ServiceCore, call: Call) -> Answer:
     )
 
 
-def search(core: ServiceCore, call: Call) -> Answer:
+def search(core: Core, call: Call) -> Answer:
     """``POST /api/public/v1/verification-job/search``: ``{results, count}`` (legacy jobs)."""
     req = read_search(_body(call), core.flavour.statuses)
     visible = _visible(core, call, req["orgId"])

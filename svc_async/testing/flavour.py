@@ -38,7 +38,8 @@ class Flavour:
     """Today's service (default) or, with ``legacy=True``, the published examples' one.
 
     Legacy: jobs end at Completed (Confirmed once submitted), search answers
-    ``{jobs, count}``, 12-key licence checks, string ``svcMixId``, no ``md5Hash``, no
+    ``{jobs, count}``, 12-key licence checks (job answers without the three Master
+    ones; today all 13 everywhere), string ``svcMixId``, no ``md5Hash``, no
     job ``editURL``/``isClaimed``/``type``/``outputFiles``/``outputFileType``, and a
     season without an invite link omits the ``inviteURL`` key.
     """

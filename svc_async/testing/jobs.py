@@ -78,9 +78,17 @@ def _external(state: State, files: FileStore, detail: JSON) -> tuple[JSON, list[
 
 
 def _job_song(
-    state: State, files: FileStore, request: JSON, meta: JSON, start: int, end: float
+    state: State,
+    files: FileStore,
+    request: JSON,
+    meta: JSON,
+    start: int,
+    end: float,
+    *,
+    master: bool,
 ) -> JSON:
-    """One detected song's verdict (rules in ``licensing``); Master checks left out."""
+    """One detected song's verdict (rules in ``licensing``); ``master``: with the three
+    Master checks (today's service), else without them (the published examples)."""
     territories: list[str] = list(request.get("requiredTerritories") or [])
     licences = state.licences_for(request.get("email"))
     details: list[JSON] = list(request.get("licenseDetails") or [])
@@ -91,7 +99,7 @@ def _job_song(
             territories,
             licence_territories=lic.territories,
             valid=lic.valid_to >= end,
-            master=False,
+            master=master,
         )
         svc = svc_license_json(lic, files.licence_path(lic.file_key))
         return make_song(meta, start=start, checks=checks, source="Service", svc_license=svc)
@@ -100,21 +108,27 @@ def _job_song(
         return make_song(
             meta,
             start=start,
-            checks=external_checks(urls, territories, master=False),
+            checks=external_checks(urls, territories, master=master),
             source=str(details[0].get("licenseSource") or "Other"),
             external_license=ext,
         )
-    checks = make_checks("Unknown", dict.fromkeys(territories, "Unknown"), include_master=False)
+    checks = make_checks("Unknown", dict.fromkeys(territories, "Unknown"), include_master=master)
     return make_song(meta, start=start, checks=checks, source="Pending License")
 
 
 def _job_songs(
-    state: State, files: FileStore, request: JSON, catalogue: Sequence[JSON], end: float
+    state: State,
+    files: FileStore,
+    request: JSON,
+    catalogue: Sequence[JSON],
+    end: float,
+    *,
+    legacy: bool,
 ) -> list[JSON]:
     songs: list[JSON] = []
     start = 0
     for meta in pick_songs(catalogue, str(request["audioFileURL"])):
-        song = _job_song(state, files, request, meta, start, end)
+        song = _job_song(state, files, request, meta, start, end, master=not legacy)
         songs.append(song)
         start = int(song["endTime"])
     return songs
@@ -151,7 +165,7 @@ def create_job(
         )
     end = parse_timestamp(str(request["endDate"])) or now
     silent = "silence" in urlsplit(url).path.lower()
-    songs = [] if silent else _job_songs(state, files, request, catalogue, end)
+    songs = [] if silent else _job_songs(state, files, request, catalogue, end, legacy=legacy)
     ext = urlsplit(url).path.rsplit(".", 1)[-1].lower()
     name = "verification-jobs/" + hashlib.md5(f"{job_id}:{url}".encode()).hexdigest()
     recording = Recording(
@@ -237,6 +251,7 @@ def render_job(job: Job, *, now: float, base: str, files: FileStore, flavour: Fl
         outputFiles=[render_output_file(job, job.output, now=now, files=files)]
         if done and job.output is not None
         else [],
-        outputFileType=req.get("outputFileType") or wanted.get("fileType"),
+        # Deprecated, and never null: every job's output is audio.
+        outputFileType=req.get("outputFileType") or wanted.get("fileType") or "Audio",
     )
     return out

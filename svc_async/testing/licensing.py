@@ -57,7 +57,8 @@ ARRANGEMENT_CHECK = "Publishing Arrangement Rights"
 MASTER_CHECKS: frozenset[str] = frozenset(
     {"Master Choreography Rights", "Master Adaptation Rights", "Master Duplication Rights"}
 )
-"""Checks absent from verification job responses."""
+"""Checks absent from the verification job answers of the published examples (legacy mode);
+today's service sends all 13 checks in job answers too."""
 
 _CATALOGUE_BASE: tuple[tuple[str, str, int | None, str | None], ...] = (
     ("Spice Girl", "Jaewynn", None, "Max Music Ltd"),

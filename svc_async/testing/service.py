@@ -19,6 +19,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from ..clock import Clock
+from ..transport import DEFAULT_MAX_BODY
 from .app import InProcessTransport, make_app
 from .clock import FakeClock
 from .core import ServiceCore, Settings
@@ -253,11 +254,14 @@ class FakeService(Drivers, Observers, Knobs):
             await runner.cleanup()
             await self._webhooks.aclose()
 
-    def transport(self, base_url: str = "http://fake.invalid") -> InProcessTransport:
+    def transport(
+        self, base_url: str = "http://fake.invalid", *, max_body_size: int = DEFAULT_MAX_BODY
+    ) -> InProcessTransport:
         """An SDK transport answering from this fake without sockets.
 
         Closing it stops the fake's background webhook task (it restarts on the next
-        request); the data stays.
+        request); the data stays. A body over ``max_body_size`` raises
+        ``ResponseTooLargeError``, as ``AiohttpTransport(max_body_size=...)`` does.
         """
 
         async def on_close() -> None:
@@ -269,6 +273,7 @@ class FakeService(Drivers, Observers, Knobs):
             base_url=base_url,
             on_close=on_close,
             files_origin=lambda: self.files.origin,
+            max_body_size=max_body_size,
         )
 
     def _due_notices(self, now: float) -> tuple[list[tuple[str, JSON]], float | None]:

@@ -26,6 +26,7 @@ import aiohttp
 import attrs
 import orjson
 
+from ..clock import within
 from .clock import FakeClock
 
 JSON = dict[str, Any]
@@ -100,15 +101,20 @@ class WebhookDispatcher:
         self._sends: set[asyncio.Task[WebhookDelivery]] = set()
         self._last: dict[tuple[str, str, Any], asyncio.Task[WebhookDelivery]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._held: list[tuple[str, JSON]] = []
 
     def start(self) -> None:
-        """Start the watcher in the running loop (idempotent)."""
+        """Start the watcher in the running loop (idempotent); send what ``post`` held."""
         loop = asyncio.get_running_loop()
-        if self._task is not None and not self._task.done() and self._loop is loop:
-            return
-        self._loop = loop
-        self._wake = asyncio.Event()
-        self._task = loop.create_task(self._run(), name="fake-webhook-dispatcher")
+        if self._task is None or self._task.done() or self._loop is not loop:
+            self._loop = loop
+            self._wake = asyncio.Event()
+            self._task = loop.create_task(self._run(), name="fake-webhook-dispatcher")
+        if self._held:
+            held, self._held = self._held, []
+            self._due()
+            for url, payload in held:
+                self._spawn(url, payload)
 
     @property
     def running(self) -> bool:
@@ -127,8 +133,15 @@ class WebhookDispatcher:
         return None if upcoming is None else upcoming - self._now()
 
     def post(self, url: str, payload: JSON) -> None:
-        """Deliver ``payload`` to ``url`` now, in the background (needs a running loop),
-        after whatever fell due before it (a submission never overtakes Processed)."""
+        """Deliver ``payload`` to ``url`` now, in the background, after whatever fell due
+        before it (a submission never overtakes Processed). Outside a running loop (data
+        built before the test's loop runs) it is held until the fake is first used in one.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self._held.append((url, payload))
+            return
         self.start()
         self._due()
         self._spawn(url, payload)
@@ -161,10 +174,10 @@ class WebhookDispatcher:
             self._wake.clear()
             wait = self._due()
             timeout = None if wait is None or self._clock.frozen else max(wait, 0.001)
-            # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancellation that
+            # A timeout block, not wait_for: on 3.11 wait_for drops a cancellation that
             # lands just after a wake, and the watcher would then never stop.
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
+                async with within(self._clock.source, timeout):
                     await self._wake.wait()
 
     async def deliver(self, url: str, payload: JSON) -> WebhookDelivery:
@@ -192,7 +205,7 @@ class WebhookDispatcher:
 
     async def wait_idle(self, timeout: float = 5.0) -> None:
         """Wait until everything due was sent and every delivery has finished."""
-        async with asyncio.timeout(timeout):
+        async with within(self._clock.source, timeout):
             while True:
                 if self.running:
                     self._due()

@@ -1,0 +1,37 @@
+"""What an HTTP header may hold: the one rule, shared by the argument checks and the transport.
+
+It sits below both: the transport refuses a header aiohttp would refuse (``header_problem``)
+without importing the argument checks (``_validate``), which know the service's requests.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping
+
+__all__ = ["FORBIDDEN", "header_problem"]
+
+FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""What no HTTP header may hold (RFC 9110 5.5): control characters but tab, CR, LF and NUL
+among them. aiohttp refuses such a header at send time; the SDK refuses it when given."""
+
+
+def header_problem(headers: Mapping[str, str]) -> str | None:
+    """The name of the first header aiohttp would refuse to send, or None.
+
+    What it refuses: a name or value that is not a string or holds a control character.
+    Every request is checked (each carries its own request id), so the common case, all
+    fine, is one search over the joined names and values; only a refusal looks further.
+    """
+    try:
+        if FORBIDDEN.search("".join(itertools.chain.from_iterable(headers.items()))) is None:
+            return None
+    except TypeError:
+        pass  # a name or value that is not a string: found below
+    for key, value in headers.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            return str(key)
+        if FORBIDDEN.search(key) is not None or FORBIDDEN.search(value):
+            return key
+    return None

@@ -1,0 +1,425 @@
+"""``HttpxTransport``: the second real transport, on httpx (HTTP/2 with ``http2=True``).
+
+Install it with the ``httpx`` extra (``pip install "svc-async[httpx]"``; for HTTP/2 the
+``http2`` extra, which adds ``h2``). Only this module imports httpx, and ``svc_async``
+loads it only when ``HttpxTransport`` is first used.
+
+It keeps every promise of ``AiohttpTransport``: each exchange ends at
+``Request.timeout`` (connect, read and total, the body included); a body is decoded
+(gzip, deflate) a bounded piece at a time and stops at ``max_body_size`` with
+``ResponseTooLargeError``; redirects are never followed; the same failures raise the
+same ``TransportError`` subclasses with the same wording; and proxies come from
+``proxy=`` or, with ``trust_env``, from ``HTTPS_PROXY``, ``HTTP_PROXY`` and
+``NO_PROXY``, routed by the same rule (``ProxyError`` when a proxy refuses).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+import ssl
+import zlib
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+try:
+    import httpx
+except ImportError as exc:  # pragma: no cover - the extra is not installed
+    raise ImportError('HttpxTransport needs httpx: pip install "svc-async[httpx]"') from exc
+import yarl
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from ._proxy import Proxies, Route, proxy_refused, proxy_unreachable
+from .clock import running_loop
+from .cutoff import Cutoffs
+from .errors import (
+    ConnectError,
+    ConnectionLostError,
+    ConnectTimeout,
+    RequestTimeout,
+    TransportError,
+)
+from .redact import redact_text, redact_url
+from .transport import (
+    _CONNECT_REASONS,
+    DEFAULT_MAX_BODY,
+    Request,
+    Response,
+    StreamResponse,
+    Timeout,
+    _capped,
+    _sendable_headers,
+    _timed_out,
+)
+
+__all__ = ["HttpxTransport"]
+
+_DEFAULT_TIMEOUT = Timeout()
+_ACCEPT_ENCODING = (b"Accept-Encoding", b"gzip, deflate")
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+_PIECE = 64 * 1024
+"""The most bytes one step of decompression gives: a bomb never unpacks whole."""
+
+
+class HttpxTransport:
+    """A transport on httpx: HTTP/1.1, or HTTP/2 over TLS with ``http2=True``.
+
+    ``limit`` is the most connections open at once (0: no limit), ``keepalive_timeout``
+    how long an idle one is kept; ``verify`` is ``True`` (httpx's trust store),
+    ``False``, an ``ssl.SSLContext`` or the path of a CA bundle. ``proxy`` and
+    ``trust_env`` work as in ``AiohttpTransport``. With ``http2=True`` an HTTPS origin
+    that offers HTTP/2 (ALPN) gets one connection carrying every call at once;
+    plain ``http://`` stays HTTP/1.1. Pick it for HTTP/2, or to share httpx's
+    connection handling with the rest of a program; ``AiohttpTransport`` is faster per
+    call (see the transports guide).
+
+    Used again in a new event loop after its first loop closed (a second
+    ``asyncio.run()``), it opens fresh connections there; unlike ``AiohttpTransport`` it
+    cannot close the old loop's sockets (httpx offers no way to without that loop), so
+    each is closed when collected, with a ``ResourceWarning``. Close the client in the
+    loop that used it.
+    """
+
+    enforces_timeout = True
+    """Each exchange ends at ``Request.timeout``: connect and read by httpx, the total
+    (the body included) by one timer shared by every exchange in flight."""
+
+    def __init__(
+        self,
+        *,
+        http2: bool = False,
+        limit: int = 100,
+        keepalive_timeout: float = 15.0,
+        max_body_size: int = DEFAULT_MAX_BODY,
+        verify: ssl.SSLContext | bool | str = True,
+        proxy: str | yarl.URL | None = None,
+        trust_env: bool = True,
+    ) -> None:
+        if max_body_size <= 0:
+            raise ValueError("max_body_size must be positive")
+        if http2:
+            _require_h2()
+        self.http2 = http2
+        self.max_body_size = max_body_size
+        self._limit = limit
+        self._limits = httpx.Limits(
+            max_connections=limit or None,
+            max_keepalive_connections=limit or None,
+            keepalive_expiry=keepalive_timeout,
+        )
+        self._verify = (
+            ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
+        )
+        self._trust_env = trust_env
+        self._proxies = Proxies.configure(proxy, trust_env)
+        self._pools: dict[Route | None, httpx.AsyncHTTPTransport] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+        self._checked: Any = None
+        self._extensions: dict[tuple[float | None, float | None], dict[str, Any]] = {}
+        self._cutoffs = Cutoffs()
+
+    def __repr__(self) -> str:
+        return f"<HttpxTransport http2={self.http2} limit={self._limit}>"
+
+    # ------------------------------------------------------------------ sending
+
+    async def send(self, request: Request) -> Response:
+        """Send ``request``; every httpx failure comes back as a redacted TransportError."""
+        timeout = request.timeout or _DEFAULT_TIMEOUT
+        loop = running_loop(self._loop)
+        cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
+        try:
+            resp, route = await self._open(request, timeout, loop)
+            try:
+                headers = _headers_of(resp, route, request)
+                chunks = _capped(headers, _decoded(resp, request), self.max_body_size, request)
+                content = b"".join([chunk async for chunk in chunks])
+            finally:
+                await resp.aclose()
+            response = Response(resp.status_code, headers, content)
+        except BaseException as exc:
+            if self._cutoffs.disarm(cut):
+                raise _timed_out(request, timeout.total) from None
+            if isinstance(exc, TransportError) or not isinstance(exc, Exception):
+                raise
+            raise _wrap_error(exc, request, self._route(request)) from None
+        if cut is not None:
+            self._cutoffs.disarm(cut)
+        return response
+
+    @asynccontextmanager
+    async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
+        """Open ``request`` and yield the response with its body unread.
+
+        The total limit runs until the block ends, reading the body included.
+        """
+        timeout = request.timeout or _DEFAULT_TIMEOUT
+        loop = running_loop(self._loop)
+        cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
+        try:
+            resp, route = await self._open(request, timeout, loop)
+            try:
+                headers = _headers_of(resp, route, request)
+                yield _HttpxStream(resp, headers, self.max_body_size, request)
+            finally:
+                await resp.aclose()
+        except BaseException as exc:
+            if self._cutoffs.disarm(cut):
+                raise _timed_out(request, timeout.total) from None
+            if isinstance(exc, httpx.HTTPError | OSError):
+                raise _wrap_error(exc, request, self._route(request)) from None
+            raise  # ours, or the caller's own from inside the block
+        if cut is not None:
+            self._cutoffs.disarm(cut)
+
+    async def _open(
+        self, request: Request, timeout: Timeout, loop: asyncio.AbstractEventLoop
+    ) -> tuple[httpx.Response, Route | None]:
+        """Start ``request`` (its headers checked first, as aiohttp's are); never redirects."""
+        self._checked = _sendable_headers(request, self._checked)
+        route = self._route(request)
+        pool = self._pool(route, loop)
+        headers = [(k.encode("latin-1"), v.encode()) for k, v in request.headers.items()]
+        if "Accept-Encoding" not in request.headers:
+            headers.append(_ACCEPT_ENCODING)  # what it decodes, as aiohttp asks by itself
+        outgoing = httpx.Request(
+            request.method,
+            str(request.url),
+            headers=headers,
+            content=request.content,
+            extensions={"timeout": self._timeouts(timeout)},
+        )
+        return await pool.handle_async_request(outgoing), route
+
+    def _timeouts(self, timeout: Timeout) -> dict[str, Any]:
+        """httpx's limits: connect and read (each wait for data); the total is a cut."""
+        key = (timeout.connect, timeout.read)
+        found = self._extensions.get(key)
+        if found is None:
+            if len(self._extensions) >= 256:
+                self._extensions.clear()
+            found = {"connect": timeout.connect, "read": timeout.read, "write": None, "pool": None}
+            self._extensions[key] = found
+        return found
+
+    def _route(self, request: Request) -> Route | None:
+        return None if self._proxies is None else self._proxies.route(request.url)
+
+    def _pool(
+        self, route: Route | None, loop: asyncio.AbstractEventLoop
+    ) -> httpx.AsyncHTTPTransport:
+        """The connection pool for ``route`` (direct or one proxy), made on first use."""
+        if self._closed:
+            raise TransportError("transport is closed")
+        if loop is not self._loop:
+            if self._loop is not None and self._loop.is_closed():
+                # Used again after its event loop ended (a second asyncio.run()): the old
+                # connections died with that loop; start fresh in this one.
+                self._pools = {}
+            self._loop = loop
+        pool = self._pools.get(route)
+        if pool is None:
+            proxy = None if route is None else httpx.Proxy(str(route.url), headers=route.headers)
+            pool = self._pools[route] = httpx.AsyncHTTPTransport(
+                verify=self._verify,
+                http2=self.http2,
+                limits=self._limits,
+                proxy=proxy,
+                trust_env=self._trust_env,
+            )
+        return pool
+
+    async def aclose(self) -> None:
+        """Close every connection; the transport is not used afterwards."""
+        self._closed = True
+        pools, self._pools = self._pools, {}
+        if self._loop is not None and self._loop.is_closed():
+            return  # their loop is gone, and their sockets with it
+        for pool in pools.values():
+            await pool.aclose()
+
+
+def _require_h2() -> None:
+    """``ImportError`` now, not at the first call, when HTTP/2 cannot be spoken."""
+    try:
+        import h2  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            'HttpxTransport(http2=True) needs h2: pip install "svc-async[http2]"'
+        ) from None
+
+
+class _HttpxStream:
+    __slots__ = ("_limit", "_request", "_resp", "headers", "status")
+
+    def __init__(
+        self, resp: httpx.Response, headers: CIMultiDictProxy[str], limit: int, request: Request
+    ) -> None:
+        self.status = resp.status_code
+        self.headers = headers
+        self._resp = resp
+        self._limit = limit
+        self._request = request
+
+    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
+        limit = self._limit if capped else None
+        chunks = _capped(self.headers, _decoded(self._resp, self._request), limit, self._request)
+        return _sliced(chunks, chunk_size)
+
+
+async def _sliced(chunks: AsyncIterator[bytes], size: int) -> AsyncIterator[bytes]:
+    """``chunks`` cut to at most ``size`` bytes each."""
+    async for chunk in chunks:
+        for start in range(0, len(chunk), size):
+            yield chunk[start : start + size]
+
+
+def _headers_of(
+    resp: httpx.Response, route: Route | None, request: Request
+) -> CIMultiDictProxy[str]:
+    """The response's headers as the SDK reads them (aiohttp's decoding: UTF-8).
+
+    A 407 to a proxied request is the proxy's (a service never sends one): ``ProxyError``.
+    """
+    if resp.status_code == 407 and route is not None:
+        raise proxy_refused(
+            route, request, 407, resp.extensions.get("reason_phrase", b"").decode("latin-1")
+        )
+    pairs = [
+        (k.decode("latin-1"), v.decode("utf-8", "surrogateescape")) for k, v in resp.headers.raw
+    ]
+    return CIMultiDictProxy(CIMultiDict(pairs))
+
+
+async def _decoded(resp: httpx.Response, request: Request) -> AsyncIterator[bytes]:
+    """The body as sent, decoded from gzip or deflate a bounded piece at a time.
+
+    httpx's own decoder unpacks each network read whole (a 64 KB read of a gzip bomb is
+    64 MB); here no step gives more than ``_PIECE`` bytes, so the cap stops a bomb in
+    time. An encoding not asked for (not gzip or deflate) is passed on as sent.
+    """
+    encoding = resp.headers.get("content-encoding", "").strip().lower()
+    if encoding not in _WBITS:
+        async for chunk in resp.aiter_raw():
+            yield chunk
+        return
+    inflater = _Inflater(encoding, request)
+    async for chunk in resp.aiter_raw():
+        for piece in inflater.feed(chunk):
+            yield piece
+
+
+class _Inflater:
+    """gzip or deflate (zlib-wrapped, or raw as some servers send it), step by step."""
+
+    __slots__ = ("_encoding", "_obj", "_request", "_started")
+
+    def __init__(self, encoding: str, request: Request) -> None:
+        self._encoding = encoding
+        self._request = request
+        self._obj = zlib.decompressobj(_WBITS[encoding])
+        self._started = False
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """Decompress ``data``, yielding at most ``_PIECE`` bytes at a time."""
+        while True:
+            try:
+                piece = self._obj.decompress(data, _PIECE)
+            except zlib.error:
+                if self._started or self._encoding != "deflate":
+                    raise _undecodable(self._request, self._encoding) from None
+                self._obj = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate
+                self._started = True
+                continue
+            self._started = True
+            if piece:
+                yield piece
+            data = self._obj.unconsumed_tail
+            if not data and len(piece) < _PIECE:
+                return
+
+
+def _undecodable(request: Request, encoding: str) -> ConnectionLostError:
+    where = f"{request.method} {redact_url(request.url)}"
+    return ConnectionLostError(
+        f"connection lost during {where}: the {encoding} body cannot be decoded",
+        request=request,
+    )
+
+
+# ------------------------------------------------------------------ errors
+
+
+def _wrap_error(exc: BaseException, request: Request, route: Route | None) -> TransportError:
+    """Turn an httpx/OS error into the same error ``AiohttpTransport`` raises."""
+    where = f"{request.method} {redact_url(request.url)}"
+    if isinstance(exc, httpx.ProxyError):
+        status, reason = _proxy_answer(str(exc))
+        return proxy_refused(route, request, status, reason)
+    if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+        return ConnectTimeout(f"connect timeout on {where}", request=request)
+    if isinstance(exc, httpx.TimeoutException):
+        return RequestTimeout(f"timeout on {where}", request=request)
+    if isinstance(exc, httpx.ConnectError):
+        reason, tls = _connect_reason(exc)
+        if route is not None and not tls:
+            return proxy_unreachable(route, request, reason)
+        origin = redact_url(request.url.origin())
+        return ConnectError(
+            f"cannot connect to {origin}: {reason} ({request.method} {request.url.path})",
+            request=request,
+        )
+    detail = redact_text(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, httpx.TransportError | httpx.DecodingError | OSError):
+        return ConnectionLostError(f"connection lost during {where}: {detail}", request=request)
+    return TransportError(f"{where} failed: {detail}", request=request)
+
+
+def _proxy_answer(message: str) -> tuple[int, str]:
+    """The status and reason of a refused ``CONNECT`` from httpcore's "407 Reason"."""
+    code, _, reason = message.partition(" ")
+    return (int(code), reason) if code.isdigit() else (502, message)
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, what caused it, and each error of an exception group, depth first."""
+    seen: set[int] = set()
+    stack = [exc]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        if isinstance(current, BaseExceptionGroup):
+            stack.extend(reversed(current.exceptions))
+        for linked in (current.__context__, current.__cause__):
+            if linked is not None:
+                stack.append(linked)
+
+
+def _connect_reason(exc: BaseException) -> tuple[str, bool]:
+    """Why a connection could not be opened, in aiohttp's words; and whether TLS failed."""
+    errors = [e for e in _causes(exc) if isinstance(e, OSError)]
+    for error in errors:
+        if isinstance(error, ssl.SSLCertVerificationError):
+            return "TLS certificate not trusted", True
+        if isinstance(error, ssl.SSLError):
+            return "TLS handshake failed", True
+    for error in errors:
+        if isinstance(error, socket.gaierror):
+            return (
+                f"host not found ({error.strerror})" if error.strerror else "host not found"
+            ), False
+    numbered = [e for e in errors if e.errno is not None]
+    if numbered and all(e.errno == errno.ECONNREFUSED for e in numbered):
+        return "connection refused", False
+    for error in numbered:
+        if error.errno in _CONNECT_REASONS:
+            return _CONNECT_REASONS[error.errno], False
+        if error.strerror:
+            return error.strerror[:1].lower() + error.strerror[1:], False
+    return redact_text(str(exc)) or type(exc).__name__, False
