@@ -15,7 +15,7 @@ import random
 import sys
 import traceback
 import warnings
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar
 
@@ -234,6 +234,10 @@ class Client:
         clock: Clock | None = None,
         fleet: str | None = None,
         account: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        event_hooks: Mapping[str, Sequence[Callable[[Any], Any]]] | None = None,
+        proxy: str | yarl.URL | None = None,
+        trust_env: bool = True,
     ) -> None:
         self._base, self._account = _hosts(base_url, account_url)
         auth = _resolve_auth(token, auth)
@@ -246,15 +250,16 @@ class Client:
         owned_receiver = _owned_receiver(fleet, webhooks, account, clock)
         if owned_receiver is not None:
             webhooks = owned_receiver
-        trace = _trace_hook(tracing)
+        observers = _observers(tracing, event_hooks)
+        transport = _default_transport(transport, proxy, trust_env)
         whole, per = _split(timeout, attempt_timeout, stacklevel=2)
         self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
         self._attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT if per == "default" else per
         self._retry = retry or RetryPolicy()
         self._origin = _origin_of(caller_frame(1))
-        headers = _default_headers(user_agent)
+        headers = {**_default_headers(user_agent), **_own_headers(headers, auth, "headers")}
         self._shared = shared = _Shared(
-            transport=transport or AiohttpTransport(),
+            transport=transport,
             owns_transport=True,  # httpx's rule: a client closes the transport it was given
             auth=auth,
             pacer=pacer,
@@ -279,10 +284,12 @@ class Client:
             budget=shared.budget,
             rng=shared.rng,
             transport_cuts=getattr(shared.transport, "enforces_timeout", False) is True,
-            observers=() if trace is None else (trace,),
+            observers=observers,
             clock=clock,
         )
         self._headers = headers
+        self._call_headers: dict[str, str] | None = None
+        """A ``with_options(headers=...)`` view's headers over the client's."""
         self.webhooks = webhooks
         self.creation_tags = creation_tags
         self._resources()
@@ -386,11 +393,13 @@ class Client:
         timeout: TimeoutArg | Literal["default", "keep"] = "default",
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Client:
         """A view of this client with other defaults; it shares connections and state.
 
         ``"default"`` keeps this client's setting (``"keep"``, its old spelling, still
-        works with a ``DeprecationWarning``).
+        works with a ``DeprecationWarning``). ``headers`` are sent by every call of the
+        view, over the client's (checked as ``Client(headers=...)`` are).
         """
         if timeout == "keep":
             warnings.warn(
@@ -404,6 +413,9 @@ class Client:
         view.__dict__.update(self.__dict__)
         view.__dict__.pop("with_raw_response", None)  # the view's own, over its sub-clients
         view.__dict__["_view"] = True
+        if headers is not None:
+            own = _own_headers(headers, self._shared.auth, "headers")
+            view._call_headers = {**(self._call_headers or {}), **own}
         if whole != "default":
             view._timeout = whole
         if per != "default":
@@ -550,6 +562,8 @@ class Client:
         timeout: TimeoutArg | Literal["default"] = "default",
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
         **fields: Any,
     ) -> Coroutine[Any, Any, Any]:
         """Send one logical call through the pipeline (await the result).
@@ -576,8 +590,33 @@ class Client:
         # mostly none (the fields before them are passed by position: faster to bind).
         content = None if body is None else orjson.dumps(body)
         url = self._url(host, path)
+        if extra_headers is not None or extra_query is not None or self._call_headers:
+            url = self._with_extras(url, fields, extra_headers, extra_query)
         call = Call(method, url, content, idempotent, seconds, per, policy, operation, **fields)
         return run(shared.env, call)
+
+    def _with_extras(
+        self,
+        url: yarl.URL,
+        fields: dict[str, Any],
+        extra_headers: Mapping[str, str] | None,
+        extra_query: Mapping[str, str] | None,
+    ) -> yarl.URL:
+        """A call's own headers (the view's, then ``extra_headers``) into ``fields``, and
+        its URL with ``extra_query``; both checked before anything is sent."""
+        own = _own_headers(extra_headers, self._shared.auth, "extra_headers")
+        headers = {**(self._call_headers or {}), **own, **(fields.get("headers") or {})}
+        if headers:
+            fields["headers"] = headers
+        if extra_query is None:
+            return url
+        if not isinstance(extra_query, Mapping):
+            raise TypeError("extra_query must be a mapping of parameter names to strings")
+        for name, value in extra_query.items():
+            if not isinstance(name, str) or not isinstance(value, str | int | float):
+                raise TypeError("extra_query names must be strings, values strings or numbers")
+            _validate.header_value(str(value), f"extra_query[{name!r}]")  # no control chars
+        return url.update_query(extra_query)
 
     async def _tracked(self, work: Awaitable[T], what: str) -> T:
         """Await ``work`` as a task of this client: ``aclose()`` ends it with ClientClosedError.
@@ -685,6 +724,58 @@ def _default_headers(user_agent: str | None) -> dict[str, str]:
     if user_agent is not None:
         _validate.header_value(user_agent, "user_agent")
     return {"User-Agent": user_agent or f"svc-async/{__version__}", "Accept": "application/json"}
+
+
+def _own_headers(
+    headers: Mapping[str, str] | None, auth: Auth, what: str
+) -> dict[str, str]:
+    """Headers of the caller's own, checked like the SDK's (no CR, LF or other control
+    character) before anything is sent; they may not override authentication or the
+    call's request id (a clear ``ValueError``)."""
+    if headers is None:
+        return {}
+    if not isinstance(headers, Mapping):
+        raise TypeError(f"{what} must be a mapping of header names to strings")
+    reserved = {"authorization", "proxy-authorization", "x-request-id"}
+    reserved |= {name.lower() for name in static_headers(auth) or {}}
+    out = {}
+    for name, value in headers.items():
+        _validate.header_name(name, f"{what} name")
+        _validate.header_value(value, f"{what}[{name!r}]")
+        if name.lower() in reserved:
+            raise ValueError(
+                f"{what} may not set {name!r}: the client's authentication and request id"
+                " are its own (use auth= for credentials)"
+            )
+        out[name] = value
+    return out
+
+
+def _default_transport(
+    transport: Transport | None, proxy: str | yarl.URL | None, trust_env: bool
+) -> Transport:
+    """The transport given, else aiohttp's with the proxy settings."""
+    if not isinstance(trust_env, bool):
+        raise TypeError("trust_env must be a bool")
+    if transport is None:
+        return AiohttpTransport(proxy=proxy, trust_env=trust_env)
+    if proxy is not None:
+        raise ValueError(
+            "proxy= applies to the default transport; with transport=, give that transport"
+            " its own proxy= (AiohttpTransport(proxy=...) or HttpxTransport(proxy=...))"
+        )
+    return transport
+
+
+def _observers(tracing: object, event_hooks: Any) -> tuple[Any, ...]:
+    """Who hears every call: the tracer (``tracing=``) and the event hooks, if any."""
+    trace = _trace_hook(tracing)
+    hooks = None
+    if event_hooks is not None:
+        from .hooks import EventHooks
+
+        hooks = EventHooks(event_hooks)
+    return tuple(o for o in (trace, hooks) if o)
 
 
 def _trace_hook(tracing: object) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Required, TypedDict, Unpack
 
 from ..types import AttemptTimeoutArg, TimeoutArg
@@ -43,6 +43,10 @@ class CallOptions(TypedDict, total=False):
     """Return a ``Reply`` (data and response metadata), not the data alone."""
     operation: str
     """The SDK call this is (``jobs.get``): traces name their spans after it."""
+    extra_headers: Mapping[str, str] | None
+    """Headers of this call's own, over the client's (never its authentication)."""
+    extra_query: Mapping[str, str] | None
+    """Query parameters added to this call's URL."""
 
 
 class Send(Protocol):

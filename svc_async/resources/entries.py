@@ -77,11 +77,18 @@ class Entries(Resource):
         timeout: TimeoutArg | Literal["default"] = "default",
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
     ) -> builtins.list[Entry]:
         """Entries of one event; ``updated_after`` (aware datetime) keeps recent changes only."""
         path = EVENT_PATH.format(id=v.positive_id(event_id, "event_id"))
         return await self._fetch(
-            path, filter_body(updated_after, fields), timeout, attempt_timeout, retry
+            path,
+            filter_body(updated_after, fields),
+            timeout,
+            attempt_timeout,
+            retry,
+            {"extra_headers": extra_headers, "extra_query": extra_query},
         )
 
     async def for_season(
@@ -93,11 +100,18 @@ class Entries(Resource):
         timeout: TimeoutArg | Literal["default"] = "default",
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
     ) -> builtins.list[Entry]:
         """Entries of one season; filters as for ``for_event``."""
         path = SEASON_PATH.format(id=v.positive_id(season_id, "season_id"))
         return await self._fetch(
-            path, filter_body(updated_after, fields), timeout, attempt_timeout, retry
+            path,
+            filter_body(updated_after, fields),
+            timeout,
+            attempt_timeout,
+            retry,
+            {"extra_headers": extra_headers, "extra_query": extra_query},
         )
 
     async def _fetch(
@@ -107,6 +121,7 @@ class Entries(Resource):
         timeout: TimeoutArg | Literal["default"],
         attempt_timeout: AttemptTimeoutArg | Literal["default"],
         retry: RetryPolicy | None,
+        extras: Mapping[str, Mapping[str, str] | None] | None = None,
     ) -> builtins.list[Entry]:
         with self._decoder() as decoder:
             data = await self._send(
@@ -117,6 +132,8 @@ class Entries(Resource):
                 timeout=timeout,
                 attempt_timeout=attempt_timeout,
                 retry=retry,
+                extra_headers=(extras or {}).get("extra_headers"),
+                extra_query=(extras or {}).get("extra_query"),
                 stream_decode=decoder,
                 operation=_operation(path),
             )

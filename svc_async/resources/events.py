@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
 from .. import _validate as v
@@ -29,6 +29,8 @@ class Events(Resource):
         timeout: TimeoutArg | Literal["default"] = "default",
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
     ) -> builtins.list[Event]:
         """One page of events (the service's default page is 25, its maximum 100).
 
@@ -50,6 +52,8 @@ class Events(Resource):
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            extra_headers=extra_headers,
+            extra_query=extra_query,
             operation="events.list",
         )
         return structure(data, builtins.list[Event])

@@ -9,7 +9,7 @@ import hashlib
 import logging
 import uuid
 import warnings
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -153,6 +153,8 @@ class Jobs(Resource):
         timeout: TimeoutArg | Literal["default"] = "default",
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
         creation_tag: bool | None = None,
         idempotency_key: str | None = None,
     ) -> VerificationJob:
@@ -197,6 +199,8 @@ class Jobs(Resource):
                 timeout=timeout,
                 attempt_timeout=attempt_timeout,
                 retry=retry,
+                extra_headers=extra_headers,
+                extra_query=extra_query,
                 ambiguous=tag is not None,
                 operation="jobs.create",
             )
@@ -278,6 +282,8 @@ class Jobs(Resource):
         timeout: TimeoutArg | Literal["default"] = "default",
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
     ) -> VerificationJob:
         """One job in full, with its recording and licence data once processed."""
         path = f"{GET_PATH_PREFIX}{v.positive_id(job_id, 'job_id')}"
@@ -288,6 +294,8 @@ class Jobs(Resource):
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            extra_headers=extra_headers,
+            extra_query=extra_query,
             operation="jobs.get",
         )
         return structure(data, VerificationJob)
@@ -304,6 +312,8 @@ class Jobs(Resource):
         timeout: TimeoutArg | Literal["default"] = "default",
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
     ) -> JobSearchResults:
         """One page of jobs carrying ALL ``tags`` (none: every job); ``count`` is the total.
 
@@ -327,6 +337,8 @@ class Jobs(Resource):
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            extra_headers=extra_headers,
+            extra_query=extra_query,
             operation="jobs.search",
         )
         return structure(data, JobSearchResults)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Mapping
 from typing import Literal
 
 from ..converter import structure
@@ -23,6 +24,8 @@ class Orgs(Resource):
         timeout: TimeoutArg | Literal["default"] = "default",
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
     ) -> builtins.list[Organisation]:
         """Every organisation the account can access."""
         data = await self._send(
@@ -33,6 +36,8 @@ class Orgs(Resource):
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            extra_headers=extra_headers,
+            extra_query=extra_query,
             operation="orgs.list",
         )
         return structure(data, builtins.list[Organisation])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Mapping
 from typing import Literal
 
 from ..converter import structure
@@ -23,6 +24,8 @@ class Seasons(Resource):
         timeout: TimeoutArg | Literal["default"] = "default",
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
     ) -> builtins.list[Season]:
         """Every season the account can access."""
         data = await self._send(
@@ -32,6 +35,8 @@ class Seasons(Resource):
             timeout=timeout,
             attempt_timeout=attempt_timeout,
             retry=retry,
+            extra_headers=extra_headers,
+            extra_query=extra_query,
             operation="seasons.list",
         )
         return structure(data, builtins.list[Season])
