@@ -655,7 +655,9 @@ def _resolve_auth(token: str | None, auth: Auth | None) -> Auth:
     if auth is None:
         return _auth_from(token)
     if not isinstance(auth, Auth):
-        raise TypeError("auth must implement the Auth protocol (headers and renew)")
+        raise TypeError(
+            "auth must implement the Auth protocol: headers() and flow() (see svc_async.auth)"
+        )
     return auth
 
 
@@ -726,9 +728,7 @@ def _default_headers(user_agent: str | None) -> dict[str, str]:
     return {"User-Agent": user_agent or f"svc-async/{__version__}", "Accept": "application/json"}
 
 
-def _own_headers(
-    headers: Mapping[str, str] | None, auth: Auth, what: str
-) -> dict[str, str]:
+def _own_headers(headers: Mapping[str, str] | None, auth: Auth, what: str) -> dict[str, str]:
     """Headers of the caller's own, checked like the SDK's (no CR, LF or other control
     character) before anything is sent; they may not override authentication or the
     call's request id (a clear ``ValueError``)."""

@@ -182,3 +182,15 @@ async def test_observers_hear_the_end_of_a_failed_call(no_backoff: Any) -> None:
     for recorder in recorders:  # every observer hears every step
         assert recorder.heard[-1] == ("end", "ServerError")
         assert [h[0] for h in recorder.heard] == ["start", "request", "attempt", "end"]
+
+
+def test_an_auth_of_the_old_shape_is_refused_with_a_clear_error() -> None:
+    class OldAuth:
+        async def headers(self, call: Any) -> Mapping[str, str]:
+            return {}
+
+        async def renew(self, call: Any, rejected: Mapping[str, str]) -> bool:
+            return False
+
+    with pytest.raises(TypeError, match=r"headers\(\) and flow\(\)"):
+        Client(API, auth=OldAuth())  # type: ignore[arg-type]
