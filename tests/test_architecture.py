@@ -273,6 +273,7 @@ PRIVATE_ALLOWED = {
     ("auth", "auth._headers"),  # BearerAuth/HeaderAuth are defined in auth.py itself
     ("client", "view._timeout"),  # with_options: a Client setting up another Client
     ("client", "view._attempt_timeout"),
+    ("client", "view._call_headers"),
     ("client", "view._retry"),
     ("client", "view._resources"),
     ("invites", "parts._replace"),  # namedtuple's public API

@@ -77,9 +77,10 @@ SETTLE_TIMEOUT = 15.0
 CLIENTS = 2
 BUDGET, WINDOW = 10, 1.0
 MEMORY_BOUND = 1_000_000
-OUTAGE_429_GRACE = RESTART_GRACE + WINDOW
+OUTAGE_429_GRACE = RESTART_GRACE + 2 * WINDOW
 """After a restart a process may pace locally for its store's retry interval and a
-command's timeout, and a window it over-spent in may answer 429 until it ends."""
+command's timeout; the restarted store learns the budget again from the next answer, so
+the window the fleet over-spent in and the next one may still answer 429."""
 
 
 def _seed() -> int:

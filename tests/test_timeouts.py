@@ -212,7 +212,8 @@ def test_a_calls_options_are_declared_once() -> None:
     """``Send`` takes ``CallOptions``; each option is a ``Call`` field (host: its URL)."""
     options = CallOptions.__annotations__
     fields = {field.name for field in attrs.fields(Call)}
-    renamed = {"host": "url", "retry": "policy"}
+    # extra_query goes into the URL, extra_headers into the call's headers
+    renamed = {"host": "url", "retry": "policy", "extra_query": "url", "extra_headers": "headers"}
     assert {renamed.get(name, name) for name in options} <= fields
     assert {"authenticate", "decode", "attempt_timeout"} <= set(options)
     assert "Unpack[CallOptions]" in Send.__call__.__annotations__["options"]
