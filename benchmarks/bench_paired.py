@@ -8,10 +8,11 @@ clients'), sample after sample: A B, B A, A B, ... (the order alternates, so nei
 runs first), ``gc.collect()`` before each sample, one warm-up round discarded. The ratio is
 taken per round, ceiling seconds per call / candidate seconds per call (= candidate
 throughput / ceiling throughput): a drift of the machine hits both halves of a round alike.
-Reported per pair: the median of the per-round ratios, their quartiles and range; and
-beside it the same ratio in the process's CPU seconds, which other processes on the
-machine disturb less (the canned server costs next to nothing, so the client's CPU time
-is its cost).
+Reported per pair: the median of the per-round ratios, its 95% bounds (order statistics),
+the quartiles and range of the ratios; beside it the same ratio in the process's CPU
+seconds (against the canned server the two agree; a gap would mean the client waited).
+On a loaded box a round's ratio still moves by several percent (the calibration pair
+shows how much), so the median needs its rounds: 60 for small calls.
 
 Pairs, each against ``aiohttp+structure`` (raw aiohttp + orjson + the SDK's ``structure``:
 the typed ceiling), target >= 0.9 on the median:
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import math
 import statistics
 import time
 from typing import Any
@@ -88,6 +90,15 @@ def paired(
     return out
 
 
+def median_ci(values: list[float]) -> tuple[float, float]:
+    """About 95% confidence bounds of the median: order statistics n/2 -/+ 0.98 sqrt(n)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    half = 0.98 * math.sqrt(n)
+    low = max(0, math.floor(n / 2 - half) - 1)
+    return ordered[low], ordered[min(n - 1, math.ceil(n / 2 + half) - 1)]
+
+
 def summarise(
     body: str,
     candidate: str,
@@ -102,6 +113,7 @@ def summarise(
     q1, _, q3 = statistics.quantiles(ratios, n=4)
     spread = {"q1": round(q1, 4), "q3": round(q3, 4), "min": round(min(ratios), 4)}
     spread["max"] = round(max(ratios), 4)
+    spread["median_ci95"] = [round(r, 4) for r in median_ci(ratios)]
     label = f"{body} c={conc}"
     calibration = candidate == CEILING
     row = {
@@ -159,7 +171,8 @@ def main() -> None:
                     print(
                         f"  {figure['figure']}: median {row['ratio_median']}"
                         f" (quartiles {row['q1']} to {row['q3']}, range {row['min']} to"
-                        f" {row['max']}, {rounds} rounds; CPU time: {row['cpu_ratio_median']})",
+                        f" {row['max']}, median's 95% bounds {row['median_ci95']}, {rounds}"
+                        f" rounds; CPU time: {row['cpu_ratio_median']})",
                         flush=True,
                     )
             finally:
