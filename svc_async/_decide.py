@@ -134,6 +134,24 @@ def _without_retry(
         return RETURN
     if status == 401 and can_renew:
         return RENEW
+    final = _never_retried(failure, status, policy)
+    if final is not None:
+        return final
+    if not idempotent and not outcome.unprocessed:
+        if can_resolve:
+            return Decision(Action.RESOLVE, reason="ambiguous")
+        return Decision(Action.RAISE, reason="not safe to repeat")
+    server = outcome.server_wait
+    if server is not None and server > policy.max_server_wait:
+        return Decision(Action.RAISE, reason="server wait too long", rate_limited=True)
+    return None
+
+
+def _never_retried(
+    failure: SvcError | None, status: int | None, policy: RetryPolicy
+) -> Decision | None:
+    """The failures no retry can mend: a body too large, a request refused before it
+    was sent (by this side or a proxy), a status the policy does not retry."""
     if isinstance(failure, ResponseTooLargeError):
         return Decision(Action.RAISE, reason="too large")
     if isinstance(failure, LocalProtocolError):
@@ -142,13 +160,6 @@ def _without_retry(
         return Decision(Action.RAISE, reason="proxy refused")
     if isinstance(failure, APIError) and status not in policy.statuses:
         return Decision(Action.RAISE, reason=f"HTTP {status}")
-    if not idempotent and not outcome.unprocessed:
-        if can_resolve:
-            return Decision(Action.RESOLVE, reason="ambiguous")
-        return Decision(Action.RAISE, reason="not safe to repeat")
-    server = outcome.server_wait
-    if server is not None and server > policy.max_server_wait:
-        return Decision(Action.RAISE, reason="server wait too long", rate_limited=True)
     return None
 
 
