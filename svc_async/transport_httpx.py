@@ -404,22 +404,39 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
 def _connect_reason(exc: BaseException) -> tuple[str, bool]:
     """Why a connection could not be opened, in aiohttp's words; and whether TLS failed."""
     errors = [e for e in _causes(exc) if isinstance(e, OSError)]
+    tls = _tls_reason(errors)
+    if tls is not None:
+        return tls, True
+    reason = _dns_reason(errors) or _errno_reason(errors)
+    return reason or redact_text(str(exc)) or type(exc).__name__, False
+
+
+def _tls_reason(errors: list[OSError]) -> str | None:
+    """Why the TLS handshake failed, if one of ``errors`` says it did."""
     for error in errors:
         if isinstance(error, ssl.SSLCertVerificationError):
-            return "TLS certificate not trusted", True
+            return "TLS certificate not trusted"
         if isinstance(error, ssl.SSLError):
-            return "TLS handshake failed", True
+            return "TLS handshake failed"
+    return None
+
+
+def _dns_reason(errors: list[OSError]) -> str | None:
+    """Why the host was not found, if one of ``errors`` says so."""
     for error in errors:
         if isinstance(error, socket.gaierror):
-            return (
-                f"host not found ({error.strerror})" if error.strerror else "host not found"
-            ), False
+            return f"host not found ({error.strerror})" if error.strerror else "host not found"
+    return None
+
+
+def _errno_reason(errors: list[OSError]) -> str | None:
+    """The reason the first of ``errors`` with an errno gives (refused when all say so)."""
     numbered = [e for e in errors if e.errno is not None]
     if numbered and all(e.errno == errno.ECONNREFUSED for e in numbered):
-        return "connection refused", False
+        return "connection refused"
     for error in numbered:
         if error.errno in _CONNECT_REASONS:
-            return _CONNECT_REASONS[error.errno], False
+            return _CONNECT_REASONS[error.errno]
         if error.strerror:
-            return error.strerror[:1].lower() + error.strerror[1:], False
-    return redact_text(str(exc)) or type(exc).__name__, False
+            return error.strerror[:1].lower() + error.strerror[1:]
+    return None
