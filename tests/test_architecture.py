@@ -560,9 +560,8 @@ def _complexity(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 continue
-            if isinstance(child, ast.If | ast.For | ast.AsyncFor | ast.While | ast.IfExp):
-                count += 1
-            elif isinstance(child, ast.ExceptHandler | ast.match_case):
+            branches = ast.If | ast.For | ast.AsyncFor | ast.While | ast.IfExp | ast.ExceptHandler
+            if isinstance(child, branches | ast.match_case):
                 count += 1
             elif isinstance(child, ast.comprehension):
                 count += 1 + len(child.ifs)
