@@ -121,6 +121,18 @@ class TlsFiles:
         return context
 
 
+_KEY_USAGES = (
+    "content_commitment",
+    "key_encipherment",
+    "data_encipherment",
+    "key_agreement",
+    "key_cert_sign",
+    "crl_sign",
+    "encipher_only",
+    "decipher_only",
+)
+
+
 def make_tls_files(directory: str) -> TlsFiles:
     """Generate a self-signed CA and, signed by it, a server and a client certificate."""
     from cryptography import x509
@@ -143,7 +155,14 @@ def make_tls_files(directory: str) -> TlsFiles:
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=issuer is None, path_length=None), True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(signer_key.public_key()), False
+            )
         )
+        if issuer is None:  # Python 3.13's strict verification wants a CA's key usage
+            usage = dict.fromkeys(_KEY_USAGES, False) | {"key_cert_sign": True, "crl_sign": True}
+            builder = builder.add_extension(x509.KeyUsage(digital_signature=True, **usage), True)
         if san:
             names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
             builder = builder.add_extension(x509.SubjectAlternativeName(names), False)
