@@ -26,7 +26,6 @@ import aiohttp
 import attrs
 import orjson
 
-from ..clock import within
 from .clock import FakeClock
 
 JSON = dict[str, Any]
@@ -177,7 +176,7 @@ class WebhookDispatcher:
             # A timeout block, not wait_for: on 3.11 wait_for drops a cancellation that
             # lands just after a wake, and the watcher would then never stop.
             with contextlib.suppress(TimeoutError):
-                async with within(self._clock.source, timeout):
+                async with asyncio.timeout(timeout):  # the loop's timer: see TIMERS_ALLOWED
                     await self._wake.wait()
 
     async def deliver(self, url: str, payload: JSON) -> WebhookDelivery:
@@ -205,7 +204,7 @@ class WebhookDispatcher:
 
     async def wait_idle(self, timeout: float = 5.0) -> None:
         """Wait until everything due was sent and every delivery has finished."""
-        async with within(self._clock.source, timeout):
+        async with asyncio.timeout(timeout):
             while True:
                 if self.running:
                     self._due()
