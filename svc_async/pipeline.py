@@ -389,12 +389,8 @@ REQUEST_ID = istr("X-Request-Id")
 
 _ID_PREFIX = os.urandom(6).hex()
 _ID_COUNT = itertools.count(1)
-
-
-def new_request_id() -> str:
-    """A request id unique to this call: a random prefix of this process, then a count
-    (cheaper than a uuid on every call, and as unique across processes)."""
-    return f"{_ID_PREFIX}-{next(_ID_COUNT)}"
+"""A call's id is ``<_ID_PREFIX>-<count>``: a random prefix of this process, then a count
+(cheaper than a uuid on every call, and as unique across processes)."""
 
 
 # ---------------------------------------------------------------- the call and its loop
@@ -420,7 +416,7 @@ async def run(env: Env, call: Call, outer: float | Literal["context"] | None = "
     task = asyncio.current_task(tracker.loop)
     tracker.enter(task)
     watch = _watch(env, call) if env.observers else None
-    rid = f"{_ID_PREFIX}-{next(_ID_COUNT)}"  # ``new_request_id()``, without the call
+    rid = f"{_ID_PREFIX}-{next(_ID_COUNT)}"  # the call's id (see ``_ID_COUNT``)
     try:
         result = await _attempts(env, call, deadline, now, watch, rid)
     except BaseException as exc:

@@ -48,7 +48,7 @@ from ..clock import Clock
 from ..converter import unstructure
 from ..errors import WebhookPayloadError
 from ..retry import RetryPolicy
-from .keys import GROUP, KINDS, Keys
+from .keys import GROUP, KINDS, Keys, account_namespace
 from .seal import Seal
 from .store import Store, cancel_and_wait
 from .wake import JobWake
@@ -684,8 +684,6 @@ class FleetDeliveries:
 
 def scope_for(account: str | None, secret: bytes) -> str:
     """The namespace of a receiver's deliveries: the account's, else the secret's."""
-    from .keys import account_namespace
-
     if account is not None:
         return account_namespace("account", account)
     return account_namespace("webhook-secret", secret.hex())
