@@ -49,7 +49,8 @@ class ServedApp:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handler)
-        runner = web.AppRunner(app, access_log=None)
+        # A handler still running at the end (a slow answer) is cancelled, not waited for.
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.05)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()

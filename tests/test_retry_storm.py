@@ -102,7 +102,11 @@ async def test_no_usable_wait_sends_at_most_attempts_per_call(
         assert set(hits.values()) == {POLICY.attempts}, hits
 
 
-@pytest.mark.parametrize("value", ["100", "172800", str(int(time.time()) + 172800)])
+@pytest.mark.parametrize(
+    "value",
+    ["100", "172800", str(int(time.time()) + 172800)],
+    ids=["100s", "2-days", "epoch-in-2-days"],  # stable ids: the epoch is read at collection
+)
 @pytest.mark.parametrize("header", ["Retry-After", "x-ratelimit-reset"])
 async def test_a_wait_beyond_max_server_wait_raises_at_once_whatever_its_size(
     header: str, value: str
