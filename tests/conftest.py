@@ -40,6 +40,24 @@ def pytest_configure(config: pytest.Config) -> None:
     _forget_proxies()
 
 
+WORKERS = 4
+"""Processes the whole suite runs in (``-n auto`` in pyproject's addopts). More than the
+cores of a small machine: many tests wait (real servers, subprocesses, leases lapsing),
+and the others' work fills those waits."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many processes ``-n auto`` means: ``WORKERS`` for the whole suite; none (this
+    process) when tests are named on the command line or picked with ``-k``, where
+    starting workers would cost more than it saves. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or
+    ``-n N`` decides instead."""
+    chosen = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if chosen:
+        return int(chosen)
+    named = config.args_source is pytest.Config.ArgsSource.ARGS and config.args != ["tests"]
+    return 0 if named or config.option.keyword else WORKERS
+
+
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 

@@ -10,6 +10,7 @@ clock seam, and no switching of the process's garbage collector.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -21,6 +22,18 @@ import svc_async
 
 PACKAGE = Path(svc_async.__file__).resolve().parent
 ROOT = PACKAGE.parent
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The parsed source of ``path``, read once per session (the checks only walk it)."""
+    return ast.parse(path.read_text())
+
+
+@functools.cache
+def _imports(path: Path, package: str, *, runtime_only: bool) -> frozenset[str]:
+    """The svc_async modules ``path`` imports, read once per session."""
+    return frozenset(_read_imports(path, package, runtime_only=runtime_only))
 
 
 def _module(path: Path) -> tuple[str, str]:
@@ -39,7 +52,7 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _imports(path: Path, package: str, *, runtime_only: bool) -> set[str]:
+def _read_imports(path: Path, package: str, *, runtime_only: bool) -> set[str]:
     """The svc_async modules ``path`` imports (names without the ``svc_async.`` prefix)."""
     found: set[str] = set()
 
@@ -64,7 +77,7 @@ def _imports(path: Path, package: str, *, runtime_only: bool) -> set[str]:
         for child in ast.iter_child_nodes(node):
             visit(child)
 
-    visit(ast.parse(path.read_text()))
+    visit(_tree(path))
     return {name.removeprefix("svc_async").removeprefix(".") for name in found} - {""}
 
 
@@ -327,7 +340,7 @@ def test_no_module_uses_another_modules_private_names() -> None:
     found = set()
     for name, path in _sdk_files().items():
         if name != COMPAT:
-            found |= {(name, use) for use in _reach_ins(ast.parse(path.read_text()))}
+            found |= {(name, use) for use in _reach_ins(_tree(path))}
     assert found <= PRIVATE_ALLOWED
 
 
@@ -352,7 +365,7 @@ def test_the_private_rule_lets_own_and_dunder_names_through() -> None:
 
 def test_compat_lists_each_of_its_reach_ins_with_why() -> None:
     """Every private name ``_compat`` touches is named in its docstring (the list)."""
-    tree = ast.parse(_sdk_files()[COMPAT].read_text())
+    tree = _tree(_sdk_files()[COMPAT])
     listed = ast.get_docstring(tree) or ""
     used = {use.rsplit(".", 1)[-1] for use in _reach_ins(tree)}
     assert used, "nothing reached into: is the module still needed?"
@@ -486,7 +499,7 @@ def test_time_is_read_slept_and_timed_only_through_the_clock() -> None:
     for path in PACKAGE.rglob("*.py"):
         name, _ = _module(path)
         if name not in CLOCK_MODULES:
-            uses = _clock_uses(ast.parse(path.read_text()))
+            uses = _clock_uses(_tree(path))
             found += [f"{name}: {use}" for use in uses if (name, use) not in TIMERS_ALLOWED]
     assert found == []
 
@@ -495,7 +508,7 @@ def test_each_allowed_timer_still_exists() -> None:
     """The list names what is there: a timer routed through the clock leaves it."""
     files = _all_files()
     for name, use in TIMERS_ALLOWED:
-        assert use in _clock_uses(ast.parse(files[name].read_text())), (name, use)
+        assert use in _clock_uses(_tree(files[name])), (name, use)
 
 
 @pytest.mark.parametrize(
@@ -543,7 +556,7 @@ def _gc_uses(tree: ast.AST) -> list[str]:
 def test_the_library_leaves_the_garbage_collector_alone() -> None:
     found = []
     for name, path in _sdk_files().items():
-        found += [f"{name}: {use}" for use in _gc_uses(ast.parse(path.read_text()))]
+        found += [f"{name}: {use}" for use in _gc_uses(_tree(path))]
     assert found == []
 
 
@@ -584,7 +597,7 @@ def test_no_sdk_function_is_above_complexity_15() -> None:
     stays readable. (ruff's C901 holds the same line when the linters run.)"""
     over = {}
     for name, path in _sdk_files().items():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 score = _complexity(node)
                 if score > 15:

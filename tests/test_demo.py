@@ -70,9 +70,10 @@ def _check_tour(out: str) -> None:
     vod_id = re.search(r"Created job #(\d+) \(VOD\) with status Created", jobs)
     assert vod_id is not None
     shown = [line.split()[-1] for line in jobs.splitlines() if line.startswith("  +")]
-    assert shown[0] == "Created" and shown[-1] == "Processed"
+    assert shown[-1] == "Processed" and len(shown) >= 2
     order = ["Created", "Downloading", "DetectingMusic", "Matching", "Matched", "Processed"]
-    assert [s for s in order if s in shown] == shown  # in order, none repeated
+    # In order, none repeated; on a loaded machine the first poll may come a step late.
+    assert [s for s in order if s in shown] == shown
     # its verdict with a failing check
     verdict = parts["8. The verdict, song by song"]
     assert "Territory Match FR: Rejected" in verdict

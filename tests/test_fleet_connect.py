@@ -381,8 +381,12 @@ async def test_a_failover_costs_no_call_and_the_fleet_moves_to_the_new_master(
             await svc._shared.fleet.flush()
             assert await _remaining(servers.replica) < before  # the budget is kept there now
             assert store.up and store.outages >= 1  # it was down (one WARNING), and is back
-        # The receivers' stores found the new master too: a delivery runs once, and its
-        # wake-up reaches the waiter, subscribed again (to the new master) on its own.
+        # The receivers' stores find the new master too (a store that failed over looks
+        # again after its retry interval; meanwhile a delivery runs locally, unannounced):
+        # a delivery runs once, and its wake-up reaches the waiter, subscribed again (to
+        # the new master) on its own.
+        for receiver in (replica, waiter):
+            await _on_port(receiver._fleet.store, servers.replica.port)
         await asyncio.wait_for(waiter._fleet.wake.ready.wait(), 5)
         assert await asyncio.to_thread(servers.replica.command, "PUBSUB", "CHANNELS", "svc:*")
         assert await replica.accept(_status(9))
@@ -393,6 +397,14 @@ async def test_a_failover_costs_no_call_and_the_fleet_moves_to_the_new_master(
     assert runs == [9]
     assert failed == 0 and calls > 15 and fake.rate_limited == 0
     assert 0.5 < moved < 10.0
+
+
+async def _on_port(store: Store, port: int, timeout: float = 10.0) -> None:
+    """Wait until ``store``'s commands reach the server on ``port``."""
+    deadline = time.monotonic() + timeout
+    while await _serving_port(store) != port:
+        assert time.monotonic() < deadline, f"{store!r} never reached port {port}"
+        await asyncio.sleep(0.05)
 
 
 async def _serving_port(store: Store) -> int | None:
