@@ -6,7 +6,6 @@ without importing the argument checks (``_validate``), which know the service's 
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Mapping
 
@@ -22,13 +21,17 @@ def header_problem(headers: Mapping[str, str]) -> str | None:
 
     What it refuses: a name or value that is not a string or holds a control character.
     Every request is checked (each carries its own request id), so the common case, all
-    fine, is one search over the joined names and values; only a refusal looks further.
+    fine, is one pass over the joined names and values: ``isprintable`` (no control
+    character at all) costs half the pattern's search, which decides only what it
+    doubts (a tab, a character not printable). Only a refusal looks further.
     """
     try:
-        if FORBIDDEN.search("".join(itertools.chain.from_iterable(headers.items()))) is None:
-            return None
+        joined = "".join([*headers.keys(), *headers.values()])
     except TypeError:
         pass  # a name or value that is not a string: found below
+    else:
+        if joined.isprintable() or FORBIDDEN.search(joined) is None:
+            return None
     for key, value in headers.items():
         if not isinstance(key, str) or not isinstance(value, str):
             return str(key)
