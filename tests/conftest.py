@@ -54,7 +54,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     chosen = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
     if chosen:
         return int(chosen)
-    named = config.args_source is pytest.Config.ArgsSource.ARGS and config.args != ["tests"]
+    tests = Path(__file__).parent
+    named = any(Path(arg.split("::")[0]).resolve() != tests for arg in config.args)
     return 0 if named or config.option.keyword else WORKERS
 
 

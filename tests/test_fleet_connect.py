@@ -232,7 +232,16 @@ async def _until(check: Any, timeout: float = 5.0) -> None:
         await asyncio.sleep(0.01)
 
 
+@pytest.fixture
+def patient_stores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stores made in the test wait 5 s for a command instead of 0.5 s: these tests are
+    about what each kind of URL reaches, and on a loaded machine a TLS handshake through
+    a Sentinel can take longer than the fleet's timeout (the store would rightly go local)."""
+    monkeypatch.setattr("svc_async.fleet.store.DEFAULT_TIMEOUT", 5.0)
+
+
 @pytest.mark.slow
+@pytest.mark.usefixtures("patient_stores")
 async def test_the_shared_budget_works_through_the_url(fleet: str) -> None:
     async with FakeService(seed=1, rate_limit=(50, 60.0)) as fake:
         client = Client("http://fake.invalid", token=TOKEN, transport=fake.transport(), fleet=fleet)
@@ -248,6 +257,7 @@ async def test_the_shared_budget_works_through_the_url(fleet: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("patient_stores")
 async def test_deliveries_and_wake_ups_work_through_the_url(fleet: str) -> None:
     runs: list[int] = []
     job = 7

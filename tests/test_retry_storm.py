@@ -116,10 +116,12 @@ async def test_a_wait_beyond_max_server_wait_raises_at_once_whatever_its_size(
         results = await _ten_calls(url, rate_limit=False)
     assert all(isinstance(r, RateLimitError) for r in results), results
     assert set(hits.values()) == {1}, hits
-    waits = {r.retry_after for r in results if isinstance(r, RateLimitError)}
-    assert len(waits) == 1
-    (wait,) = waits
-    assert wait is not None and wait > POLICY.max_server_wait
+    waits = [r.retry_after for r in results if isinstance(r, RateLimitError)]
+    assert None not in waits and len(waits) == CALLS
+    # Each the server's wait (an epoch reset is read against the wall clock as each call
+    # ends: calls spread over a loaded machine's second differ by that much).
+    assert max(waits) - min(waits) <= 2.0, waits
+    assert min(waits) > POLICY.max_server_wait
 
 
 async def test_a_future_date_beyond_the_deadline_raises_with_its_wait() -> None:

@@ -88,15 +88,16 @@ class Store:
         self,
         url: str,
         *,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = None,
         retry_every: float = _RETRY_EVERY,
         clock: Clock | None = None,
     ) -> None:
         self.url = check_url(url)
         self.clock: Clock = clock or SYSTEM_CLOCK
-        self.timeout = timeout
+        self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        """Seconds a command may take (None: ``DEFAULT_TIMEOUT``, read when the store is made)."""
         self.retry_every = retry_every
-        self.redis: Any = redis_client(url, timeout=timeout)
+        self.redis: Any = redis_client(url, timeout=self.timeout)
         self.up = True
         """False from a failed command until one succeeds again."""
         self._retry_at = 0.0
