@@ -71,6 +71,36 @@ def _forget_proxies() -> None:
         os.environ.pop(name.lower(), None)
 
 
+REAL_SERVERS = frozenset(
+    {
+        "_redis_session",
+        "redis_server",
+        "sentinel_set",
+        "cluster",
+        "tls_server",
+        "tls_sentinel_set",
+        "acl_server",
+        "failing_over",
+    }
+)
+"""Fixtures that start real redis-servers: a test using one is ``slow`` (real time)."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests on real redis-servers ``slow``, and run every slow test first.
+
+    Slow tests mostly wait (on servers, subprocesses, leases lapsing); started first,
+    spread over the processes, their waits are filled by the fast tests' work instead of
+    ending the run in a tail of waits. The order within each group is the collected one.
+    """
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if REAL_SERVERS.intersection(fixtures):
+            item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The collector back on for the tests, with what collection built left out of it,
     and a first threshold of 10,000 allocations instead of 700: the tests churn through
