@@ -574,7 +574,8 @@ class Client:
         layer less on every call.
         """
         shared = self._shared
-        if shared.loop is not running_loop(shared.loop) or shared.env.tracker.closed:
+        tracker = shared.env.tracker  # its loop and closed flag, read without properties
+        if tracker.loop is not running_loop(tracker.loop) or tracker.closed:
             self._check_usable()
         seconds: float | None
         if retry is None and timeout == "default" and attempt_timeout == "default":
