@@ -348,8 +348,11 @@ def request_headers(
     return proxy
 
 
-def observe(env: Env, response: Response | None) -> None:
-    """After each attempt: release the pacer and keep what the answer says (``seen``)."""
+def observe(env: Env, response: Response | None, service: bool = True) -> None:
+    """After each attempt to the ``service``: release the pacer and keep what the answer
+    says (``seen``). Nothing for another origin (a signed link's storage host)."""
+    if not service:
+        return
     rate = None
     if env.pacer is not None:
         rate = env.pacer.release(
@@ -465,7 +468,9 @@ async def _attempts(
 ) -> Any:
     """Attempt after attempt: credentials, pace, prepare, exchange, decide, act.
 
-    The clock is read again only after a step that waited (one read on a plain call).
+    The exchange is written out here rather than as a step of its own: one coroutine
+    layer less on every call. The clock is read again only after a step that waited
+    (one read on a plain call).
     """
     attempt = 0
     renewed = False
@@ -480,24 +485,61 @@ async def _attempts(
             await _pace(env.pacer, env.clock, call, deadline, watch)  # held back: wait
             now = env.clock.now()
         request = _prepare(env, call, auth, deadline, now, rid, watch)
-        response, data, failure = await _exchange(env, call, request, attempt, watch)
-        if failure is None and response is not None and _succeeded(call, response.status):
-            data, failure = _decoded(call, response, data)
+        response: Response | None = None
+        data: Any = _NO_DATA
+        failure: SvcError | None = None
+        try:  # the exchange; whatever came, the answer is observed
+            if _direct(env, call, request):
+                response = await env.transport.send(request)
+            else:
+                response, data = await _send(env, call, request)
+        except (TransportError, ResponseDecodeError) as exc:
+            failure = exc
+        finally:
+            observe(env, response, call.service)
+        _heard(call, request, attempt, response, failure, watch)
+        answered = _answered(call, response, failure)
+        if answered is not None:
+            data, failure = _decoded(call, answered, data)
             if failure is None:
-                return _returned(env, call, data, response, attempt, started, rid)
-        decision, failure = _after(env, call, attempt, renewed, response, failure, deadline)
-        failure.request_id = _answered_id(response, rid)
-        if decision.action is Action.RENEW:
+                return _returned(env, call, data, answered, attempt, started, rid)
+        step = await _recover(
+            env, call, attempt, renewed, auth, response, failure, deadline, watch, rid
+        )
+        if step is _RENEWED:
             renewed = True
-            if not await _renewed(env, auth, deadline):
-                raise failure
             attempt -= 1  # a renewal is not a retry
-            now = env.clock.now()
-            continue
-        ambiguous = await _act(env, call, attempt, decision, failure, deadline, watch)
-        if ambiguous is not None:
-            return ambiguous
+        elif step is not None:
+            return step  # an ambiguous outcome, for the caller to settle
         now = env.clock.now()
+
+
+_RENEWED = object()
+"""``_recover``'s word for: the credentials were renewed, send the attempt again."""
+
+
+async def _recover(
+    env: Env,
+    call: Call,
+    attempt: int,
+    renewed: bool,
+    auth: Mapping[str, str] | None,
+    response: Response | None,
+    failure: SvcError | None,
+    deadline: float | None,
+    watch: CallWatch | None,
+    rid: str,
+) -> Any:
+    """After an attempt that brought no data: decide, then act on it. Returns
+    ``_RENEWED`` (send again), an ``Ambiguous`` to hand back, or None (retry after the
+    wait); raises when the decision is to."""
+    decision, error = _after(env, call, attempt, renewed, response, failure, deadline)
+    error.request_id = _answered_id(response, rid)
+    if decision.action is Action.RENEW:
+        if not await _renewed(env, auth, deadline):
+            raise error
+        return _RENEWED
+    return await _act(env, call, attempt, decision, error, deadline, watch)
 
 
 async def _act(
@@ -692,24 +734,22 @@ def _prepare(
 # ---------------------------------------------------------------- step: exchange
 
 
-async def _exchange(
-    env: Env, call: Call, request: Request, attempt: int, watch: CallWatch | None
-) -> tuple[Response | None, Any, SvcError | None]:
-    """Send the request; observe the answer (pacer, rate limit, Date) whatever came."""
-    response: Response | None = None
-    data: Any = _NO_DATA
-    failure: SvcError | None = None
-    try:
-        limit = request.timeout
-        if call.stream_decode is None and (env.transport_cuts or not limit or not limit.total):
-            response = await env.transport.send(request)  # the common path: no layer more
-        else:
-            response, data = await _send(env, call, request)
-    except (TransportError, ResponseDecodeError) as exc:
-        failure = exc
-    finally:
-        if call.service:
-            observe(env, response)
+def _direct(env: Env, call: Call, request: Request) -> bool:
+    """Whether the transport is awaited with no layer of the pipeline's own: a body read
+    whole, by a transport that cuts its exchanges itself or with no total to cut at."""
+    limit = request.timeout
+    return call.stream_decode is None and (env.transport_cuts or limit is None or not limit.total)
+
+
+def _heard(
+    call: Call,
+    request: Request,
+    attempt: int,
+    response: Response | None,
+    failure: SvcError | None,
+    watch: CallWatch | None,
+) -> None:
+    """Tell the call's observers, and the debug log, how an attempt ended."""
     if watch is not None:
         watch.attempt(attempt, response, failure)
     if response is not None and logger.isEnabledFor(logging.DEBUG):
@@ -717,7 +757,16 @@ async def _exchange(
         logger.debug(
             "%s %s -> %d (request %s)", call.method, redact_url(call.url), response.status, rid
         )
-    return response, data, failure
+
+
+def _answered(call: Call, response: Response | None, failure: SvcError | None) -> Response | None:
+    """The response when the attempt succeeded: a 2xx, or a redirect the call takes."""
+    if failure is not None or response is None:
+        return None
+    status = response.status
+    if 200 <= status < 300 or (call.redirects and status in REDIRECTS):
+        return response
+    return None
 
 
 async def _send(env: Env, call: Call, request: Request) -> tuple[Response, Any]:
@@ -744,11 +793,6 @@ async def _transmit(transport: Transport, call: Call, request: Request) -> tuple
     if call.stream_decode is not None and isinstance(transport, StreamingTransport):
         return await _send_streamed(transport, request, call.stream_decode)
     return await transport.send(request), _NO_DATA
-
-
-def _succeeded(call: Call, status: int) -> bool:
-    """A 2xx, or a redirect the call hands to its decoder."""
-    return 200 <= status < 300 or (call.redirects and status in REDIRECTS)
 
 
 def _decoded(call: Call, response: Response, data: Any) -> tuple[Any, SvcError | None]:
