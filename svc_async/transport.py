@@ -26,7 +26,7 @@ from ._compat import abandon
 from ._headers import header_problem
 from ._proxy import Proxies, Route, proxy_refused, proxy_unreachable
 from .clock import running_loop
-from .cutoff import Cutoffs
+from .cutoff import Cut, Cutoffs
 from .errors import (
     ConnectError,
     ConnectionLostError,
@@ -435,11 +435,12 @@ class AiohttpTransport:
                 resp.release()
             response = Response(resp.status, headers, content)
         except BaseException as exc:
-            if self._cutoffs.disarm(cut):
-                raise _timed_out(request, timeout.total) from None
-            if isinstance(exc, TransportError) or not isinstance(exc, Exception):
+            instead = _raised_instead(
+                self._cutoffs, cut, exc, request, timeout.total, _wrap_error, self._route
+            )
+            if instead is None:
                 raise
-            raise _wrap_error(exc, request, self._route(request)) from None
+            raise instead from None
         if cut is not None:
             self._cutoffs.disarm(cut)
         return response
@@ -498,6 +499,27 @@ def _timed_out(request: Request, seconds: float | None) -> RequestTimeout:
     """The error of a send cut off at its ``Request.timeout.total``."""
     where = f"{request.method} {redact_url(request.url)}"
     return RequestTimeout(f"timeout on {where} after {seconds:g}s", request=request)
+
+
+def _raised_instead(
+    cutoffs: Cutoffs,
+    cut: Cut | None,
+    exc: BaseException,
+    request: Request,
+    total: float | None,
+    wrap: Callable[[BaseException, Request, Route | None], TransportError],
+    route: Callable[[Request], Route | None],
+    foreign: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+) -> BaseException | None:
+    """What a send (or stream) that raised ``exc`` raises instead, both transports' rule:
+    the timeout when its cut (at ``total`` seconds) fired, the cancellation being the
+    cut's; the transport's ``wrap`` of a ``foreign`` (the HTTP library's) failure, through
+    its proxy ``route``; None for ``exc`` itself (ours, a cancellation, the caller's own)."""
+    if cutoffs.disarm(cut):
+        return _timed_out(request, total)
+    if isinstance(exc, TransportError) or not isinstance(exc, foreign):
+        return None
+    return wrap(exc, request, route(request))
 
 
 _CONNECT_REASONS = {

@@ -50,11 +50,14 @@ from .transport import (
     StreamResponse,
     Timeout,
     _capped,
+    _raised_instead,
     _sendable_headers,
-    _timed_out,
 )
 
 __all__ = ["HttpxTransport"]
+
+_LIBRARY_ERRORS = (httpx.HTTPError, OSError)
+"""What a stream's block may raise that is httpx's (wrapped), not the caller's own."""
 
 _DEFAULT_TIMEOUT = Timeout()
 _ACCEPT_ENCODING = (b"Accept-Encoding", b"gzip, deflate")
@@ -141,11 +144,12 @@ class HttpxTransport:
                 await resp.aclose()
             response = Response(resp.status_code, headers, content)
         except BaseException as exc:
-            if self._cutoffs.disarm(cut):
-                raise _timed_out(request, timeout.total) from None
-            if isinstance(exc, TransportError) or not isinstance(exc, Exception):
+            instead = _raised_instead(
+                self._cutoffs, cut, exc, request, timeout.total, _wrap_error, self._route
+            )
+            if instead is None:
                 raise
-            raise _wrap_error(exc, request, self._route(request)) from None
+            raise instead from None
         if cut is not None:
             self._cutoffs.disarm(cut)
         return response
@@ -167,11 +171,19 @@ class HttpxTransport:
             finally:
                 await resp.aclose()
         except BaseException as exc:
-            if self._cutoffs.disarm(cut):
-                raise _timed_out(request, timeout.total) from None
-            if isinstance(exc, httpx.HTTPError | OSError):
-                raise _wrap_error(exc, request, self._route(request)) from None
-            raise  # ours, or the caller's own from inside the block
+            instead = _raised_instead(
+                self._cutoffs,
+                cut,
+                exc,
+                request,
+                timeout.total,
+                _wrap_error,
+                self._route,
+                _LIBRARY_ERRORS,
+            )
+            if instead is None:
+                raise  # ours, or the caller's own from inside the block
+            raise instead from None
         if cut is not None:
             self._cutoffs.disarm(cut)
 
