@@ -1,7 +1,7 @@
 """A webhook replica or a client of the fleet chaos test (run as a script).
 
     python tests/fleet_chaos_node.py replica FLEET_URL LOG SEED CLAIM_AFTER
-    python tests/fleet_chaos_node.py client FLEET_URL SERVICE_URL TOKEN CALLS CONCURRENCY
+    python tests/fleet_chaos_node.py client FLEET_URL SERVICE_URL CALLS CONCURRENCY
 
 A replica serves ``WebhookReceiver("s", fleet=FLEET_URL, claim_after=CLAIM_AFTER)`` on a free
 loopback port and prints ``ready <port>`` once it listens. Its status callback appends
@@ -11,9 +11,10 @@ length depends only on SEED, the job and the status (the same wherever it runs):
 short, sometimes longer than CLAIM_AFTER (a live replica must keep such a delivery).
 It runs until killed.
 
-A client connects ``Client(SERVICE_URL, token=TOKEN, fleet=FLEET_URL)``, prints ``ready``,
+A client is the fleet benchmark's worker (``svc_async.testing.fleet.run_worker``): it
+connects ``Client(SERVICE_URL, fleet=FLEET_URL)`` with the fake's token, prints ``ready``,
 waits for a line on stdin, then makes CALLS ``orgs.list()`` calls, CONCURRENCY at a time,
-and prints ``{"ok": n, "failed": n}``.
+and prints ``{"ok": n, "failed": n, "elapsed": s}``.
 
 Both log the fleet's INFO lines (the store lost and back, deliveries added again) to
 stderr with wall times, for a failure's story.
@@ -31,7 +32,7 @@ import time
 
 from aiohttp import web
 
-from svc_async import Client
+from svc_async.testing.fleet import run_worker
 from svc_async.webhooks import JobStatusUpdate, WebhookReceiver
 
 LONG_SHARE = 0.12
@@ -74,32 +75,6 @@ async def replica(fleet: str, log: str, seed: int, claim_after: float) -> None:
     await asyncio.Event().wait()  # until killed
 
 
-async def client(fleet: str, url: str, token: str, calls: int, concurrency: int) -> None:
-    async with Client(url, token=token, fleet=fleet) as svc:
-        from redis.asyncio import Redis
-
-        probe = Redis.from_url(fleet)
-        await probe.ping()  # connected before the start, like a warm process
-        await probe.aclose()
-        print("ready", flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-        left, ok, failed = calls, 0, 0
-
-        async def one() -> None:
-            nonlocal left, ok, failed
-            while left > 0:
-                left -= 1
-                try:
-                    await svc.orgs.list()
-                    ok += 1
-                except Exception:  # counted: the test reports it
-                    logging.exception("call failed")
-                    failed += 1
-
-        await asyncio.gather(*(one() for _ in range(concurrency)))
-    print(json.dumps({"ok": ok, "failed": failed}), flush=True)
-
-
 if __name__ == "__main__":
     logging.basicConfig(
         format="%(created).3f %(process)d %(name)s %(levelname)s %(message)s",
@@ -110,4 +85,4 @@ if __name__ == "__main__":
     if mode == "replica":
         asyncio.run(replica(args[0], args[1], int(args[2]), float(args[3])))
     else:
-        asyncio.run(client(args[0], args[1], args[2], int(args[3]), int(args[4])))
+        asyncio.run(run_worker(args[1], args[0], int(args[2]), int(args[3])))

@@ -367,8 +367,7 @@ class Fleet:
 
     async def clients(self, url: str, calls: int) -> list[asyncio.subprocess.Process]:
         """``CLIENTS`` client processes, connected and waiting for a line on stdin."""
-        token = FakeService.DEFAULT_TOKEN
-        args = ("client", self.redis.url, url, token, str(calls), "3")
+        args = ("client", self.redis.url, url, str(calls), "3")
         started = await asyncio.gather(*(self.spawn("client", *args) for _ in range(CLIENTS)))
         return [proc for proc, _ in started]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import sys
 import time
@@ -24,8 +25,13 @@ from typing import Any, Self
 from .. import Client
 from .service import FakeService
 
+logger = logging.getLogger(__name__)
 
-async def _worker(url: str, fleet: str | None, calls: int, concurrency: int) -> None:
+
+async def run_worker(url: str, fleet: str | None, calls: int, concurrency: int) -> None:
+    """One worker's run: connect, print ``ready``, wait for a line on stdin, make ``calls``
+    ``orgs.list`` calls ``concurrency`` at a time, print ``{"ok", "failed", "elapsed"}``.
+    A failed call is logged (its traceback on stderr where logging is not set up)."""
     async with Client(url, token=FakeService.DEFAULT_TOKEN, fleet=fleet or None) as svc:
         if fleet:
             from ..fleet.connect import redis_client
@@ -46,6 +52,7 @@ async def _worker(url: str, fleet: str | None, calls: int, concurrency: int) -> 
                     await svc.orgs.list()
                     ok += 1
                 except Exception:  # counted: a failed call is the figure
+                    logger.exception("call failed")
                     failed += 1
 
         started = time.monotonic()
@@ -59,7 +66,7 @@ async def _serve() -> None:
     loop = asyncio.get_running_loop()
     while line := await loop.run_in_executor(None, sys.stdin.readline):
         run = json.loads(line)
-        await _worker(run["url"], run["fleet"], run["calls"], run["concurrency"])
+        await run_worker(run["url"], run["fleet"], run["calls"], run["concurrency"])
 
 
 class FleetWorkers:
