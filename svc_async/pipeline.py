@@ -348,7 +348,7 @@ def request_headers(
     return proxy
 
 
-def observe(env: Env, response: Response | None, service: bool = True) -> None:
+def observe(env: Env, response: Response | None, service: bool) -> None:
     """After each attempt to the ``service``: release the pacer and keep what the answer
     says (``seen``). Nothing for another origin (a signed link's storage host)."""
     if not service:

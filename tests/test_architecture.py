@@ -30,12 +30,6 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text())
 
 
-@functools.cache
-def _imports(path: Path, package: str, *, runtime_only: bool) -> frozenset[str]:
-    """The svc_async modules ``path`` imports, read once per session."""
-    return frozenset(_read_imports(path, package, runtime_only=runtime_only))
-
-
 def _module(path: Path) -> tuple[str, str]:
     """(module name without the ``svc_async.`` prefix, its package for relative imports)."""
     parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
@@ -52,8 +46,10 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _read_imports(path: Path, package: str, *, runtime_only: bool) -> set[str]:
-    """The svc_async modules ``path`` imports (names without the ``svc_async.`` prefix)."""
+@functools.cache
+def _imports(path: Path, package: str, *, runtime_only: bool) -> frozenset[str]:
+    """The svc_async modules ``path`` imports (names without the ``svc_async.`` prefix),
+    read once per session."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
@@ -78,7 +74,7 @@ def _read_imports(path: Path, package: str, *, runtime_only: bool) -> set[str]:
             visit(child)
 
     visit(_tree(path))
-    return {name.removeprefix("svc_async").removeprefix(".") for name in found} - {""}
+    return frozenset({name.removeprefix("svc_async").removeprefix(".") for name in found} - {""})
 
 
 def _exists(dotted: str) -> bool:
@@ -291,10 +287,11 @@ PRIVATE_ALLOWED = {
     ("client", "view._resources"),
     ("invites", "parts._replace"),  # namedtuple's public API
     # The second transport shares the first's body cap (the one site that refuses a body),
-    # its header check and its wording of timeouts and connect failures.
+    # its header check, its rule for what a failed send raises and its wording of connect
+    # failures.
     ("transport_httpx", "import _capped"),
     ("transport_httpx", "import _sendable_headers"),
-    ("transport_httpx", "import _timed_out"),
+    ("transport_httpx", "import _raised_instead"),
     ("transport_httpx", "import _CONNECT_REASONS"),
 }
 
