@@ -306,6 +306,8 @@ class Env:
     default_headers: Mapping[str, str]
     """Sent with every call (User-Agent, Accept); auth and Content-Type are added."""
     pacer: Pacing | None
+    pacer_on_clock: bool = False
+    """The pacer reads ``clock`` too: its ``admit`` is handed the time the call read."""
     budget: RetryBudget
     rng: random.Random
     tracker: Tracker = attrs.field(factory=Tracker)
@@ -481,8 +483,9 @@ async def _attempts(
         if auth is None and call.authenticate:  # an auth whose headers may change
             auth = await _credentials(env, deadline)
             now = env.clock.now()
-        if env.pacer is not None and call.service and not env.pacer.admit():
-            await _pace(env.pacer, env.clock, call, deadline, watch)  # held back: wait
+        pacer = env.pacer if call.service else None
+        if pacer is not None and not pacer.admit(now if env.pacer_on_clock else None):
+            await _pace(pacer, env.clock, call, deadline, watch)  # held back: wait
             now = env.clock.now()
         request = _prepare(env, call, auth, deadline, now, rid, watch)
         response: Response | None = None

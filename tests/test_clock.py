@@ -157,6 +157,33 @@ def test_the_clients_pacer_runs_on_the_clients_clock() -> None:
     assert own.clock is not clock  # one given its own clock keeps it
 
 
+class _HeardPacer(Pacer):
+    """A pacer that keeps the time each ``admit`` was handed."""
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        super().__init__(clock=clock)
+        self.handed: list[float | None] = []
+
+    def admit(self, now: float | None = None) -> bool:
+        self.handed.append(now)
+        return super().admit(now)
+
+
+@pytest.mark.looptime
+async def test_the_pipeline_hands_a_pacer_on_its_clock_the_time_it_read() -> None:
+    # One clock read per call less: the pacer is told the time the call started at.
+    clock = VirtualClock()
+    for pacer, told in ((_HeardPacer(), True), (_HeardPacer(SystemClock()), False)):
+        transport = MockTransport(lambda request: json_response([]))
+        async with Client(
+            "https://v.example", token="t", transport=transport, clock=clock, rate_limit=pacer
+        ) as svc:
+            await clock.sleep(5.0)
+            at = clock.now()
+            await svc.orgs.list()
+        assert pacer.handed == ([at] if told else [None])  # another clock reads its own
+
+
 @pytest.mark.looptime
 async def test_the_fake_follows_the_clock_it_is_given() -> None:
     clock = VirtualClock(start=1_700_000_000.0)

@@ -307,9 +307,9 @@ async def test_storage_answers_are_not_paced_or_observed_but_api_answers_are() -
     class CountingPacer(Pacer):
         admitted = 0
 
-        def admit(self) -> bool:
+        def admit(self, now: float | None = None) -> bool:
             CountingPacer.admitted += 1
-            return super().admit()
+            return super().admit(now)
 
     pacer = CountingPacer()
     transport = MockTransport(handler)

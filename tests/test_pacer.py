@@ -138,6 +138,15 @@ def test_near_the_windows_end_a_shared_budget_is_spread() -> None:
     assert admitted[0] and not all(admitted)  # this client's share, not a burst
 
 
+def test_admit_goes_by_the_time_it_is_handed() -> None:
+    pacer = Pacer(clock=_FrozenClock())  # its own clock says 100 s, for good
+    assert pacer.admit()
+    pacer.release(_headers(1, 0, 60), 200)  # spent until 160 s
+    assert pacer.admit() is False
+    assert pacer.admit(159.0) is False
+    assert pacer.admit(161.0) is True  # handed a time past the window: the budget is back
+
+
 async def test_a_wait_ends_when_an_answer_comes_not_by_polling() -> None:
     pacer = Pacer(clock=_FrozenClock())
     assert pacer.admit()  # the first call learns the budget; the next waits for it

@@ -212,11 +212,11 @@ class FleetPacer:
     def __repr__(self) -> str:
         return f"<FleetPacer {self.store!r} local={self.local!r}>"
 
-    def admit(self) -> bool:
+    def admit(self, now: float | None = None) -> bool:
         """Only the local pacer admits synchronously, and only while the store is away."""
         if self.store.available:
             return False
-        if self.local.admit():
+        if self.local.admit(now):
             self._push(_Grant("", None))
             return True
         return False
