@@ -4,7 +4,10 @@ A minimal aiohttp server runs in a separate process (this script with ``--serve`
 127.0.0.1 and answers two routes with fixed bodies and ``x-ratelimit-*`` headers:
 
 * small: ``GET /api/public/v1/verification-job/4`` -> one VerificationJob (the
-  create-verification-job example), read with ``svc.jobs.get(4)``;
+  create-verification-job example), read with ``svc.jobs.get(4)``; the paced client
+  reads the same body as job 5, whose answers count ``x-ratelimit-remaining`` down by
+  one each, as the service's do (its pacer then parses a new ``remaining`` every time,
+  as it would in the field), starting again at the limit every ``COUNTDOWN`` answers;
 * big:   ``POST /api/public/v1/event/1/entries`` -> 1,000 entries (``_payloads``), read
   with ``svc.entries.for_event(1)``.
 
@@ -25,9 +28,10 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
+import itertools
 import pstats
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,10 @@ FIXTURE = (
     Path(__file__).resolve().parent.parent / "tests/fixtures/create-verification-job.response.json"
 )
 JOB_PATH = "/api/public/v1/verification-job/4"
+PACED_JOB = 5
+PACED_PATH = f"/api/public/v1/verification-job/{PACED_JOB}"
+COUNTDOWN = 1000
+"""Answers of ``PACED_PATH`` before ``remaining`` starts again at the limit (a new window)."""
 ENTRIES_PATH = "/api/public/v1/event/1/entries"
 BIG_ENTRIES = 1000
 TOKEN = "bench-token"
@@ -59,6 +67,16 @@ RATE_HEADERS = {
     "x-ratelimit-remaining": "999999",
     "x-ratelimit-reset": "60",
 }
+
+
+def _countdown() -> Iterator[dict[str, str]]:
+    """``RATE_HEADERS`` of ``PACED_PATH``'s answers, in turn: one call less left each."""
+    limit = int(RATE_HEADERS["x-ratelimit-limit"])
+    return itertools.cycle(
+        [{**RATE_HEADERS, "x-ratelimit-remaining": str(limit - 1 - n)} for n in range(COUNTDOWN)]
+    )
+
+
 SERVER_LIFETIME = 600.0
 """The server process stops by itself after this many seconds, whatever happens."""
 CANNED_ENTRIES = {  # label: (entries call, id, path, entries); bench_sliced's answers, 3 songs
@@ -82,21 +100,36 @@ async def _serve() -> None:
     async def job(_: web.Request) -> web.Response:
         return web.Response(body=small, headers=headers)
 
+    paced_headers = _countdown()
+
+    async def paced_job(_: web.Request) -> web.Response:
+        return web.Response(body=small, headers={**headers, **next(paced_headers)})
+
     async def entries(_: web.Request) -> web.Response:
         return web.Response(body=big, headers=headers)
 
     app = web.Application()
     app.router.add_get(JOB_PATH, job)
+    app.router.add_get(PACED_PATH, paced_job)
     app.router.add_post(ENTRIES_PATH, entries)
     await h.serve_app(app, SERVER_LIFETIME, backlog=1024)
 
 
 class _Canned(asyncio.Protocol):
-    """HTTP/1.1 keep-alive answering from buffers: ``by_path``'s answer, else the small body."""
+    """HTTP/1.1 keep-alive answering from buffers: ``by_path``'s answer, else the small body.
 
-    def __init__(self, answer: bytes, by_path: dict[bytes, bytes] | None = None) -> None:
+    A path of ``in_turn`` is answered from its answers in turn (shared by connections).
+    """
+
+    def __init__(
+        self,
+        answer: bytes,
+        by_path: dict[bytes, bytes] | None = None,
+        in_turn: dict[bytes, Iterator[bytes]] | None = None,
+    ) -> None:
         self.answer = answer
         self.by_path = by_path or {}
+        self.in_turn = in_turn or {}
         self.buffer = b""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -116,29 +149,36 @@ class _Canned(asyncio.Protocol):
                 break
             self.buffer = self.buffer[end + 4 + length :]
             path = lines[0].split(b" ", 2)[1:2]
-            answers.append(self.by_path.get(path[0], self.answer) if path else self.answer)
+            answers.append(self._answer(path[0]) if path else self.answer)
         if answers:
             self.transport.write(answers[0] if len(answers) == 1 else b"".join(answers))
+
+    def _answer(self, path: bytes) -> bytes:
+        turns = self.in_turn.get(path)
+        return next(turns) if turns is not None else self.by_path.get(path, self.answer)
 
 
 async def _serve_canned() -> None:
     """A server costing next to nothing per request, to see the client alone; stdin EOF stops it."""
-    head = "".join(f"{k}: {v}\r\n" for k, v in RATE_HEADERS.items())
 
-    def answer_of(body: bytes) -> bytes:
+    def answer_of(body: bytes, rate: dict[str, str] = RATE_HEADERS) -> bytes:
+        head = "".join(f"{k}: {v}\r\n" for k, v in rate.items())
         return (
             "HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n"
             f"Content-Length: {len(body)}\r\nDate: Mon, 23 Nov 2026 12:00:00 GMT\r\n{head}\r\n"
         ).encode() + body
 
-    answer = answer_of(FIXTURE.read_bytes())
+    small = FIXTURE.read_bytes()
+    answer = answer_of(small)
+    paced = [answer_of(small, rate) for rate in itertools.islice(_countdown(), COUNTDOWN)]
     items = _payloads.entries(max(n for *_, n in CANNED_ENTRIES.values()), 3)
     by_path = {
         path.encode(): answer_of(orjson.dumps(items[:n])) for *_, path, n in CANNED_ENTRIES.values()
     }
+    in_turn = {PACED_PATH.encode(): itertools.cycle(paced)}
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
-        lambda: _Canned(answer, by_path), "127.0.0.1", 0, backlog=1024
+        lambda: _Canned(answer, by_path, in_turn), "127.0.0.1", 0, backlog=1024
     )
     try:
         await h.announce_and_wait(server.sockets[0].getsockname()[1], SERVER_LIFETIME)
@@ -195,7 +235,7 @@ class Clients:
             "aiohttp": raw,
             "aiohttp+structure": raw_typed,
             "sdk": lambda: self.sdk.jobs.get(4),
-            "sdk+pacing": lambda: self.paced.jobs.get(4),
+            "sdk+pacing": lambda: self.paced.jobs.get(PACED_JOB),
             "sdk[httpx]": lambda: self.sdk_httpx.jobs.get(4),
             "httpx": via_httpx,
         }

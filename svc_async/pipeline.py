@@ -254,13 +254,14 @@ _REMAINING, _DATE = istr("x-ratelimit-remaining"), istr("Date")
 class Seen:
     """What the pipeline last saw in answers: rate-limit headers and the server's Date.
 
-    The client's ``rate_limit`` and ``server_date`` read it; the headers are parsed only
-    when asked for (without pacing nothing else needs them on every response).
+    The client's ``rate_limit`` and ``server_date`` read it; the rate-limit headers are
+    parsed only when asked for, an epoch reset against ``clock``'s wall time then.
     """
 
-    __slots__ = ("_rate", "_rate_headers", "server_date")
+    __slots__ = ("_rate", "_rate_headers", "clock", "server_date")
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
         self._rate: RateLimit | None = None
         self._rate_headers: Mapping[str, str] | None = None
         self.server_date: str | None = None
@@ -269,15 +270,13 @@ class Seen:
     def rate_limit(self) -> RateLimit | None:
         """The ``x-ratelimit-*`` headers of the last response that had them."""
         if self._rate_headers is not None:
-            self._rate = parse_rate_limit(self._rate_headers)
+            self._rate = parse_rate_limit(self._rate_headers, self.clock.wall())
             self._rate_headers = None
         return self._rate
 
-    def record(self, headers: Mapping[str, str], rate: RateLimit | None) -> None:
-        """Keep ``headers``' rate limit (``rate`` when the pacer parsed it) and Date."""
-        if rate is not None:
-            self._rate, self._rate_headers = rate, None
-        elif _REMAINING in headers:
+    def record(self, headers: Mapping[str, str]) -> None:
+        """Keep ``headers``' rate limit (to parse when asked for) and Date."""
+        if _REMAINING in headers:
             self._rate_headers = headers
         self.server_date = headers.get(_DATE, self.server_date)
 
@@ -321,7 +320,7 @@ class Env:
     """Who hears every call's steps (``svc_async.tracing``, event hooks)."""
     clock: Clock = SYSTEM_CLOCK
     """Deadlines, backoff sleeps and ``Retry-After`` dates are read on this clock."""
-    seen: Seen = attrs.field(factory=Seen)
+    seen: Seen = attrs.field(default=attrs.Factory(lambda env: Seen(env.clock), takes_self=True))
     """The last rate-limit headers and server Date seen."""
     merged: dict[bool, tuple[Mapping[str, str] | None, CIMultiDictProxy[str]]] = attrs.field(
         factory=dict
@@ -355,14 +354,13 @@ def observe(env: Env, response: Response | None, service: bool) -> None:
     says (``seen``). Nothing for another origin (a signed link's storage host)."""
     if not service:
         return
-    rate = None
+    if response is None:
+        if env.pacer is not None:
+            env.pacer.release(None)
+        return
     if env.pacer is not None:
-        rate = env.pacer.release(
-            None if response is None else response.headers,
-            None if response is None else response.status,
-        )
-    if response is not None:
-        env.seen.record(response.headers, rate)
+        env.pacer.release(response.headers, response.status)
+    env.seen.record(response.headers)
 
 
 def _bounded(timeout: Timeout, deadline: float | None, now: float) -> Timeout:

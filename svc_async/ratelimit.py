@@ -52,10 +52,6 @@ def parse_rate_limit(headers: Mapping[str, str], now: float | None = None) -> Ra
     limit = _int(headers.get(_LIMIT))
     remaining = _int(headers.get(_REMAINING))
     reset = parse_reset(headers.get(_RESET), now, date=headers.get("Date"))
-    return _rate_limit(limit, remaining, reset)
-
-
-def _rate_limit(limit: int | None, remaining: int | None, reset: float | None) -> RateLimit | None:
     if limit is None and remaining is None and reset is None:
         return None
     return RateLimit(limit=limit, remaining=remaining, reset=reset)
@@ -72,44 +68,34 @@ def _int(value: str | None) -> int | None:
 
 
 class _RateHeaders:
-    """Reads answers' rate-limit headers as ``parse_rate_limit`` does, parsing only what changed.
+    """Reads answers' limit and reset headers as ``parse_rate_limit`` does, parsing only
+    what changed.
 
-    Answers in a row repeat the limit and mostly the reset: the same three header strings
-    as the last answer's give the same ``RateLimit`` back (it is immutable), and a limit
-    or a reset in seconds seen last time is not parsed again. A reset that is an epoch
-    time is read against the clock each time.
+    Answers in a row repeat the limit and mostly the reset (``remaining`` changes every
+    time, and is parsed every time): a limit, or a reset in seconds, the same string as
+    the last answer's is not parsed again. A reset that is an epoch time is read
+    against the clock each time.
     """
 
-    __slots__ = ("_limit", "_limit_raw", "_rate", "_raw", "_reset", "_reset_raw")
+    __slots__ = ("_limit", "_limit_raw", "_reset", "_reset_raw")
 
     def __init__(self) -> None:
-        self._raw: tuple[str | None, str | None, str | None] | None = None
-        self._rate: RateLimit | None = None
         self._limit_raw: str | None = None
         self._limit: int | None = None
         self._reset_raw: str | None = None
         self._reset: float | None = None
 
-    def read(self, headers: Mapping[str, str], clock: Clock) -> RateLimit | None:
-        """The rate limit of ``headers`` (None: none); an epoch reset is read on ``clock``."""
-        raw = (headers.get(_LIMIT), headers.get(_REMAINING), headers.get(_RESET))
-        if raw == self._raw:
-            return self._rate
-        rate = _rate_limit(
-            self._limit_of(raw[0]), _int(raw[1]), self._reset_of(raw[2], headers, clock)
-        )
-        timeless = raw[2] is None or raw[2] == self._reset_raw  # no epoch reset: reusable
-        self._raw, self._rate = (raw if timeless else None), rate
-        return rate
-
-    def _limit_of(self, raw: str | None) -> int | None:
-        """``x-ratelimit-limit``, parsed when it differs from the last one."""
+    def limit(self, headers: Mapping[str, str]) -> int | None:
+        """``x-ratelimit-limit`` (None: absent or not a count)."""
+        raw = headers.get(_LIMIT)
         if raw != self._limit_raw:
             self._limit_raw, self._limit = raw, _int(raw)
         return self._limit
 
-    def _reset_of(self, raw: str | None, headers: Mapping[str, str], clock: Clock) -> float | None:
-        """``x-ratelimit-reset``, parsed when it differs from the last one in seconds."""
+    def reset(self, headers: Mapping[str, str], clock: Clock) -> float | None:
+        """Seconds to ``x-ratelimit-reset`` (None: absent or unusable); an epoch time is
+        read against ``clock``'s wall time (or the answer's ``Date``)."""
+        raw = headers.get(_RESET)
         if raw is None:
             return None
         if raw == self._reset_raw:
@@ -127,7 +113,8 @@ class Pacing(Protocol):
     ``admit`` counts a call that may go at once (the synchronous fast path); otherwise
     ``acquire`` waits until it may, raising ``PacingExceedsDeadline`` when that would be
     past ``deadline``; ``release`` ends the call, learning from its answer's headers.
-    ``release`` is called by the task that admitted the call. ``admit`` is handed the
+    ``release`` is called by the task that admitted the call (the client parses the
+    headers for ``rate_limit`` itself, when asked). ``admit`` is handed the
     time when the caller has just read it on the pacer's ``clock`` (the pipeline does
     when that is the client's clock), None otherwise: one clock read less per call.
     """
@@ -138,9 +125,7 @@ class Pacing(Protocol):
         self, deadline: float | None = None, loop: asyncio.AbstractEventLoop | None = None
     ) -> None: ...
 
-    def release(
-        self, headers: Mapping[str, str] | None, status: int | None = None
-    ) -> RateLimit | None: ...
+    def release(self, headers: Mapping[str, str] | None, status: int | None = None) -> None: ...
 
 
 class Wakeup:
@@ -224,6 +209,8 @@ class Pacer:
         self._limit: int | None = None
         self._remaining: int | None = None
         self._window_end = math.inf
+        self._end_reset: float | None = None
+        """The reset whose end, read when its answer came, ``_window_end`` is no later than."""
         self._in_flight = 0
         self._shared = False
         self._next_slot = 0.0
@@ -293,6 +280,7 @@ class Pacer:
         """The window has reset: the whole budget is back, less the calls in flight."""
         self._remaining = max(0, limit - self._in_flight)
         self._window_end = math.inf
+        self._end_reset = None
         self._mine, self._others = self._mine / 2, self._others / 2  # the past fades
         if self._shared:
             self._verifying = True  # others race for it too: one call learns what is left
@@ -386,27 +374,27 @@ class Pacer:
             extra={"svc_hold_seconds": delay, "svc_hold_reason": reason},
         )
 
-    def release(
-        self, headers: Mapping[str, str] | None, status: int | None = None
-    ) -> RateLimit | None:
+    def release(self, headers: Mapping[str, str] | None, status: int | None = None) -> None:
         """Count the call as done and learn from its headers (None: no response came)."""
         self._in_flight -= 1
         self._wakeup.notify()
         if status == 429:
             self._shared = True  # our own count said there was budget: someone else spent it
         if headers is None:
-            return None
+            return
         self._answered = True
         self._verifying = False  # any answer ends a check; a first one may start it again
-        rate = self._headers.read(headers, self.clock)
         if status == 429:
-            self._refused(headers, rate)
-        elif rate is not None and rate.remaining is not None:
-            self._learn(rate.limit, rate.remaining, rate.reset)
-        return rate
+            self._refused(headers)
+            return
+        remaining = _int(headers.get(_REMAINING))
+        if remaining is not None:
+            reader = self._headers
+            self._learn(reader.limit(headers), remaining, reader.reset(headers, self.clock))
 
-    def _refused(self, headers: Mapping[str, str], rate: RateLimit | None) -> None:
+    def _refused(self, headers: Mapping[str, str]) -> None:
         """Learn from a 429: nothing left until the reset, or ``Retry-After`` if sooner."""
+        rate = parse_rate_limit(headers, self.clock.wall())
         # Retry-After is the server's most specific word on when to call again.
         wait = parse_retry_after(
             headers.get("Retry-After"), self.clock.wall(), date=headers.get("Date")
@@ -424,11 +412,16 @@ class Pacer:
         """Correct the estimate from an answer's ``remaining`` and seconds to ``reset``."""
         if limit is not None:
             self._limit = limit
-        end = self.clock.now() + reset + _MARGIN if reset is not None else math.inf
         if self._remaining is None or remaining > self._remaining + self._in_flight:
-            self._restart(remaining, end)  # first answer, or the server's window reset first
+            # The first answer, or the server's window reset first.
+            self._restart(remaining, self._end(reset))
         else:
-            self._correct(self._remaining, remaining, end)
+            self._correct(self._remaining, remaining, reset)
+
+    def _end(self, reset: float | None) -> float:
+        """The window's end by an answer received now that says ``reset`` (inf: none said)."""
+        self._end_reset = reset
+        return math.inf if reset is None else self.clock.now() + reset + _MARGIN
 
     def _restart(self, remaining: int, end: float) -> None:
         """A window begins at the server's word: its ``remaining``, ending at ``end``."""
@@ -439,7 +432,7 @@ class Pacer:
             self._verifying = not self._shared
             self._others += self._limit - self._sent - remaining  # spent before us
 
-    def _correct(self, estimate: int, remaining: int, end: float) -> None:
+    def _correct(self, estimate: int, remaining: int, reset: float | None) -> None:
         """An answer of the current window: less left than the estimate is someone else's."""
         if remaining < estimate:
             self._shared = True
@@ -451,4 +444,7 @@ class Pacer:
             others = max(1, round(self.spenders - 1.0))
             remaining = max(0, remaining - self._in_flight - others)
         self._remaining = min(estimate, remaining)
-        self._window_end = min(self._window_end, end)
+        if reset is not None and (self._end_reset is None or reset < self._end_reset):
+            self._window_end = min(self._window_end, self._end(reset))
+        # Else the end stays: an earlier answer said as few seconds or fewer
+        # (``_end_reset``), and it came sooner; this one's end can only be later.

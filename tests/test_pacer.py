@@ -27,8 +27,7 @@ def test_the_first_call_probes_and_the_next_waits_for_its_answer() -> None:
     pacer = Pacer()
     assert pacer.admit() is True  # nothing known: the first call learns the budget
     assert pacer.admit() is False  # the others wait briefly for its answer
-    rate = pacer.release(_headers(10, 9, 60), 200)
-    assert rate is not None and (rate.limit, rate.remaining, rate.reset) == (10, 9, 60.0)
+    pacer.release(_headers(10, 9, 60), 200)
     assert pacer.admit() is True  # known budget: calls go at once
 
 
@@ -145,6 +144,45 @@ def test_admit_goes_by_the_time_it_is_handed() -> None:
     assert pacer.admit() is False
     assert pacer.admit(159.0) is False
     assert pacer.admit(161.0) is True  # handed a time past the window: the budget is back
+
+
+class _CountedClock:
+    """A clock the test moves, counting reads of ``now``."""
+
+    def __init__(self) -> None:
+        self.t, self.reads = 100.0, 0
+
+    def now(self) -> float:
+        self.reads += 1
+        return self.t
+
+    def wall(self) -> float:
+        return 1.7e9
+
+    async def sleep(self, seconds: float) -> None:
+        raise AssertionError("not used")
+
+
+def test_the_window_ends_at_the_earliest_end_its_answers_tell() -> None:
+    clock = _CountedClock()
+    pacer = Pacer(clock=clock)  # type: ignore[arg-type]
+    assert pacer.admit(clock.t)
+    pacer.release(_headers(100, 99, 60), 200)  # ends at 160 s
+    clock.t = 130.0
+    for remaining in (98, 97):
+        assert pacer.admit(clock.t)
+        reads = clock.reads
+        pacer.release(_headers(100, remaining, 60), 200)  # the same reset, said later
+        assert clock.reads == reads  # it cannot end sooner: the clock is not read
+    assert pacer.admit(160.0) and "remaining=96" in repr(pacer)
+    pacer.release(_headers(100, 96, 60), 200)
+    clock.t = 160.1
+    assert pacer.admit(clock.t) and "remaining=99" in repr(pacer)  # a new window
+    pacer.release(_headers(100, 99, 60), 200)  # ends at 220 s
+    assert pacer.admit(clock.t) and pacer.admit(clock.t)
+    pacer.release(_headers(100, 98, 10), 200)  # fewer seconds: the end comes sooner
+    assert pacer.admit(170.1) and "remaining=96" in repr(pacer)
+    assert pacer.admit(170.2) and "remaining=97" in repr(pacer)  # a new one: 3 in flight
 
 
 async def test_a_wait_ends_when_an_answer_comes_not_by_polling() -> None:

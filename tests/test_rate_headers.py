@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from svc_async import Pacer
+from svc_async import ratelimit
 from svc_async.ratelimit import _RateHeaders, parse_rate_limit
 
 DATE = "Mon, 23 Nov 2026 12:00:00 GMT"
@@ -58,30 +58,26 @@ def test_each_answer_reads_as_parse_rate_limit_reads_it(step: float) -> None:
     for _ in range(2):
         for headers in ANSWERS:
             clock.time += step  # an epoch reset is read against the time of each answer
-            assert reader.read(headers, clock) == parse_rate_limit(headers, clock.time)
+            read = (reader.limit(headers), reader.reset(headers, clock))
+            expected = parse_rate_limit(headers, clock.time)
+            assert read == ((None, None) if expected is None else (expected.limit, expected.reset))
 
 
-def test_the_same_headers_again_give_the_same_rate_limit_back() -> None:
+def test_an_unchanged_limit_or_reset_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> None:
     reader, clock = _RateHeaders(), _Wall(DATE_EPOCH)
-    first = reader.read(ANSWERS[0], clock)
-    assert reader.read(ANSWERS[1], clock) is first
-    assert reader.read(ANSWERS[2], clock) is not first
+    parsed: list[str | None] = []
+    monkeypatch.setattr(ratelimit, "_int", lambda raw: parsed.append(raw) or int(raw or 0))
+    monkeypatch.setattr(
+        ratelimit, "parse_reset", lambda raw, now, date=None: parsed.append(raw) or float(raw)
+    )
+    for headers in ANSWERS[:4]:
+        reader.limit(headers), reader.reset(headers, clock)
+    assert parsed == ["100", "60", "59"]  # the limit once, each reset once
 
 
 def test_an_epoch_reset_is_read_again_on_every_answer() -> None:
     reader, clock = _RateHeaders(), _Wall(DATE_EPOCH)
     epoch = _headers(x_ratelimit_remaining="5", x_ratelimit_reset=str(int(DATE_EPOCH) + 90))
-    first = reader.read(epoch, clock)
+    first = reader.reset(epoch, clock)
     clock.time += 30
-    second = reader.read(epoch, clock)
-    assert first is not None and second is not None
-    assert (first.reset, second.reset) == (90.0, 60.0)
-
-
-def test_release_gives_what_parse_rate_limit_gives() -> None:
-    clock = _Wall(DATE_EPOCH)
-    pacer = Pacer(clock=clock)
-    for headers in ANSWERS:
-        pacer.count_sent()
-        clock.time += 3.0
-        assert pacer.release(headers, 200) == parse_rate_limit(headers, clock.time)
+    assert (first, reader.reset(epoch, clock)) == (90.0, 60.0)

@@ -40,7 +40,7 @@ import attrs
 
 from ..errors import PacingExceedsDeadline
 from ..models import RateLimit
-from ..ratelimit import Pacer, Wakeup
+from ..ratelimit import Pacer, Wakeup, parse_rate_limit
 from ..retry import parse_retry_after
 from .keys import Keys
 from .store import Store
@@ -305,19 +305,18 @@ class FleetPacer:
             del self._grants[task]
         return grant
 
-    def release(
-        self, headers: Mapping[str, str] | None, status: int | None = None
-    ) -> RateLimit | None:
+    def release(self, headers: Mapping[str, str] | None, status: int | None = None) -> None:
         """End the call: the local pacer learns from it, and the store in the background."""
         grant = self._pop()
-        rate = self.local.release(headers, status)
+        self.local.release(headers, status)
         if grant is not None and grant.window is not None:
-            args = _observation(grant, rate, headers, status, self.local.clock.wall())
+            wall = self.local.clock.wall()
+            rate = None if headers is None else parse_rate_limit(headers, wall)
+            args = _observation(grant, rate, headers, status, wall)
             task = asyncio.get_running_loop().create_task(self._write(args))
             self._writes.add(task)
             task.add_done_callback(self._writes.discard)
         self._wakeup.notify()
-        return rate
 
     async def _write(self, args: tuple[Any, ...]) -> None:
         await self.store.run(self._script(self._observe, args))
