@@ -165,7 +165,7 @@ class _CountedClock:
 
 def test_the_window_ends_at_the_earliest_end_its_answers_tell() -> None:
     clock = _CountedClock()
-    pacer = Pacer(clock=clock)  # type: ignore[arg-type]
+    pacer = Pacer(clock=clock)
     assert pacer.admit(clock.t)
     pacer.release(_headers(100, 99, 60), 200)  # ends at 160 s
     clock.t = 130.0
@@ -178,11 +178,13 @@ def test_the_window_ends_at_the_earliest_end_its_answers_tell() -> None:
     pacer.release(_headers(100, 96, 60), 200)
     clock.t = 160.1
     assert pacer.admit(clock.t) and "remaining=99" in repr(pacer)  # a new window
+    reads = clock.reads
     pacer.release(_headers(100, 99, 60), 200)  # ends at 220 s
+    assert clock.reads == reads + 1  # the same reset, but a new window has no end yet
     assert pacer.admit(clock.t) and pacer.admit(clock.t)
     pacer.release(_headers(100, 98, 10), 200)  # fewer seconds: the end comes sooner
     assert pacer.admit(170.1) and "remaining=96" in repr(pacer)
-    assert pacer.admit(170.2) and "remaining=97" in repr(pacer)  # a new one: 3 in flight
+    assert pacer.admit(170.2) and "remaining=97" in repr(pacer)  # new: 100, 2 in flight, 1
 
 
 async def test_a_wait_ends_when_an_answer_comes_not_by_polling() -> None:
