@@ -499,11 +499,9 @@ async def _attempts(
         finally:
             observe(env, response, call.service)
         _heard(call, request, attempt, response, failure, watch)
-        answered = _answered(call, response, failure)
+        answered, data, failure = _outcome(call, response, data, failure)
         if answered is not None:
-            data, failure = _decoded(call, answered, data)
-            if failure is None:
-                return _returned(env, call, data, answered, attempt, started, rid)
+            return _returned(env, call, data, answered, attempt, started, rid)
         step = await _recover(
             env, call, attempt, renewed, auth, response, failure, deadline, watch, rid
         )
@@ -760,16 +758,6 @@ def _heard(
         )
 
 
-def _answered(call: Call, response: Response | None, failure: SvcError | None) -> Response | None:
-    """The response when the attempt succeeded: a 2xx, or a redirect the call takes."""
-    if failure is not None or response is None:
-        return None
-    status = response.status
-    if 200 <= status < 300 or (call.redirects and status in REDIRECTS):
-        return response
-    return None
-
-
 async def _send(env: Env, call: Call, request: Request) -> tuple[Response, Any]:
     """The response with the streamed data (``_NO_DATA`` when the body was read whole),
     cut off at the request's total by the pipeline when the transport does not say it
@@ -796,14 +784,23 @@ async def _transmit(transport: Transport, call: Call, request: Request) -> tuple
     return await transport.send(request), _NO_DATA
 
 
-def _decoded(call: Call, response: Response, data: Any) -> tuple[Any, SvcError | None]:
-    """The data of a successful answer (decoded now unless streamed), or the failure."""
+def _outcome(
+    call: Call, response: Response | None, data: Any, failure: SvcError | None
+) -> tuple[Response | None, Any, SvcError | None]:
+    """What an attempt brought: a success (a 2xx, or a redirect the call takes) is its
+    response and data, decoded now unless streamed; anything else is no response, with
+    the failure if there is one."""
+    if failure is not None or response is None:
+        return None, None, failure
+    status = response.status
+    if not (200 <= status < 300 or (call.redirects and status in REDIRECTS)):
+        return None, None, None
     if data is not _NO_DATA:
-        return data, None
+        return response, data, None
     try:
-        return (call.decode or decode_json)(response), None
+        return response, (call.decode or decode_json)(response), None
     except ResponseDecodeError as exc:
-        return None, exc
+        return None, None, exc
 
 
 # ---------------------------------------------------------------- steps: decide and act

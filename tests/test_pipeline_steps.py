@@ -1,5 +1,5 @@
-"""The pipeline's steps, each alone: an auth flow driven by the loop, an ambiguous outcome
-handed back, observers that hear every step and never run the call."""
+"""The pipeline's steps, each alone: an auth flow driven by the loop, an attempt's outcome,
+an ambiguous outcome handed back, observers that hear every step and never run the call."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+import yarl
 
 from svc_async import (
     AuthenticationError,
@@ -17,11 +18,12 @@ from svc_async import (
     Response,
     RetryPolicy,
     ServerError,
+    Timeout,
     json_response,
 )
 from svc_async.auth import AccountRequest, AuthFlow
-from svc_async.errors import SvcError
-from svc_async.pipeline import Ambiguous, Call, CallWatch, run
+from svc_async.errors import ResponseDecodeError, SvcError
+from svc_async.pipeline import _NO_DATA, Ambiguous, Call, CallWatch, _outcome, run
 
 API = "https://verify.example"
 ACCOUNT = "https://account.example"
@@ -52,6 +54,40 @@ class _TwoStepAuth:
         answer = yield AccountRequest("/api/auth/answer", {"c": challenge["c"]})
         self.seen.append(answer)
         self.token = answer["token"]
+
+
+def _call(*, redirects: bool = False) -> Call:
+    url = yarl.URL(API + "/api/x")
+    return Call("GET", url, None, True, None, Timeout(), RetryPolicy(), redirects=redirects)
+
+
+_LOST = ConnectionLostError("lost")
+
+
+@pytest.mark.parametrize(
+    ("status", "redirects", "data", "failure", "expected"),
+    [
+        (200, False, _NO_DATA, None, (True, {"id": 7}, None)),  # decoded now
+        (200, False, ["streamed"], None, (True, ["streamed"], None)),  # kept
+        (302, True, _NO_DATA, None, (True, {"id": 7}, None)),  # a redirect it takes
+        (302, False, _NO_DATA, None, (False, None, None)),
+        (503, False, _NO_DATA, None, (False, None, None)),
+        (None, False, _NO_DATA, _LOST, (False, None, _LOST)),  # no answer at all
+    ],
+)
+def test_an_attempts_outcome_is_a_success_with_its_data_or_not(
+    status: int | None, redirects: bool, data: Any, failure: SvcError | None, expected: Any
+) -> None:
+    response = None if status is None else json_response({"id": 7}, status=status)
+    answered, got, failed = _outcome(_call(redirects=redirects), response, data, failure)
+    assert (answered is not None, got, failed) == expected
+    assert answered is None or answered is response
+
+
+def test_an_undecodable_success_is_a_decode_failure() -> None:
+    response = Response(200, {"Content-Type": "application/json"}, b"<html>oops</html>")
+    answered, data, failure = _outcome(_call(), response, _NO_DATA, None)
+    assert answered is None and data is None and isinstance(failure, ResponseDecodeError)
 
 
 def _server(log: list[str]) -> MockTransport:
