@@ -281,7 +281,6 @@ class Client:
             login_policy=self._retry,
             default_headers=headers,
             pacer=pacer,
-            pacer_on_clock=getattr(pacer, "clock", None) is clock,
             budget=shared.budget,
             rng=shared.rng,
             transport_cuts=getattr(shared.transport, "enforces_timeout", False) is True,

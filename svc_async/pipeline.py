@@ -305,8 +305,6 @@ class Env:
     default_headers: Mapping[str, str]
     """Sent with every call (User-Agent, Accept); auth and Content-Type are added."""
     pacer: Pacing | None
-    pacer_on_clock: bool = False
-    """The pacer reads ``clock`` too: its ``admit`` is handed the time the call read."""
     budget: RetryBudget
     rng: random.Random
     tracker: Tracker = attrs.field(factory=Tracker)
@@ -322,6 +320,11 @@ class Env:
     """Deadlines, backoff sleeps and ``Retry-After`` dates are read on this clock."""
     seen: Seen = attrs.field(default=attrs.Factory(lambda env: Seen(env.clock), takes_self=True))
     """The last rate-limit headers and server Date seen."""
+    pacer_on_clock: bool = attrs.field(
+        init=False,
+        default=attrs.Factory(lambda env: getattr(env.pacer, "clock", None) is env.clock, True),
+    )
+    """The pacer reads ``clock`` too: its ``admit`` is handed the time the call read."""
     merged: dict[bool, tuple[Mapping[str, str] | None, CIMultiDictProxy[str]]] = attrs.field(
         factory=dict
     )

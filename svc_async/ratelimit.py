@@ -394,11 +394,10 @@ class Pacer:
 
     def _refused(self, headers: Mapping[str, str]) -> None:
         """Learn from a 429: nothing left until the reset, or ``Retry-After`` if sooner."""
-        rate = parse_rate_limit(headers, self.clock.wall())
+        wall = self.clock.wall()
+        rate = parse_rate_limit(headers, wall)
         # Retry-After is the server's most specific word on when to call again.
-        wait = parse_retry_after(
-            headers.get("Retry-After"), self.clock.wall(), date=headers.get("Date")
-        )
+        wait = parse_retry_after(headers.get("Retry-After"), wall, date=headers.get("Date"))
         if rate is not None and rate.remaining is not None:
             reset = rate.reset
             if wait is not None:
