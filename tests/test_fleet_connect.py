@@ -340,23 +340,27 @@ async def failing_over() -> AsyncIterator[SentinelSet]:
 
 @pytest.mark.slow
 async def test_a_failover_costs_no_call_and_the_fleet_moves_to_the_new_master(
-    failing_over: SentinelSet,
+    failing_over: SentinelSet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     servers = failing_over
     calls = failed = 0
     runs: list[int] = []
-    replica = WebhookReceiver("s", fleet=servers.url)
+    with monkeypatch.context() as patch:
+        # The receivers' stores are patient: the wake-up checked below is published once,
+        # right after the failover, and on a loaded machine that command can take longer
+        # than the fleet's 0.5 s (then it is lost by design: a waiter also polls). The
+        # client's store keeps the fleet's timeout: its calls are what must cost nothing.
+        patch.setattr("svc_async.fleet.store.DEFAULT_TIMEOUT", 5.0)
+        replica = WebhookReceiver("s", fleet=servers.url)
+        waiter = WebhookReceiver("s", fleet=servers.url)
     replica.on_status_update(lambda u: runs.append(u.job_id))
-    async with (
-        FakeService(seed=1, rate_limit=(10_000, 60.0)) as fake,
-        replica,
-        WebhookReceiver("s", fleet=servers.url) as waiter,
-    ):
+    async with FakeService(seed=1, rate_limit=(10_000, 60.0)) as fake, replica, waiter:
         client = Client(
             "http://fake.invalid", token=TOKEN, transport=fake.transport(), fleet=servers.url
         )
         async with client as svc:
             store = svc._shared.fleet.store
+            assert (store.timeout, replica._fleet.store.timeout) == (0.5, 5.0)
             for ready in (store, replica._fleet.store, waiter._fleet.store):
                 await _connected(ready)
 
