@@ -405,11 +405,21 @@ async def test_a_connection_that_breaks_is_connection_lost(kind: str, answer: by
 
 
 async def test_a_header_that_cannot_be_sent_is_refused_before_sending(kind: str) -> None:
-    async with raw_server(b"") as (port, heads), opened(kind) as transport:
-        bad = Request("GET", yarl.URL(f"http://127.0.0.1:{port}/"), {"X-Bad": "a\r\nb"})
-        with pytest.raises(LocalProtocolError, match="'X-Bad'"):
-            await transport.send(bad)
-    assert heads == []
+    connections: list[asyncio.StreamWriter] = []
+    server = await asyncio.start_server(lambda _, writer: connections.append(writer), "127.0.0.1")
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with opened(kind) as transport:
+            bad = Request("GET", yarl.URL(f"http://127.0.0.1:{port}/"), {"X-Bad": "a\r\nb"})
+            with pytest.raises(LocalProtocolError, match="'X-Bad'"):
+                await transport.send(bad)
+            await asyncio.sleep(0.05)  # a connection opened would have been accepted by now
+    finally:
+        for writer in connections:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    assert connections == []  # refused before a connection was even opened
 
 
 async def test_after_aclose_nothing_is_sent(kind: str, service: tuple[str, dict[str, int]]) -> None:
