@@ -406,7 +406,7 @@ async def test_a_connection_that_breaks_is_connection_lost(kind: str, answer: by
 
 async def test_a_header_that_cannot_be_sent_is_refused_before_sending(kind: str) -> None:
     connections: list[asyncio.StreamWriter] = []
-    server = await asyncio.start_server(lambda _, writer: connections.append(writer), "127.0.0.1")
+    server = await asyncio.start_server(lambda _, w: connections.append(w), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     try:
         async with opened(kind) as transport:
