@@ -2,6 +2,7 @@
 
 It sits below both: the transport refuses a header aiohttp would refuse (``header_problem``)
 without importing the argument checks (``_validate``), which know the service's requests.
+Headers already known to pass (``SendableHeaders``) are not scanned again.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["FORBIDDEN", "header_problem"]
+from multidict import CIMultiDictProxy
+
+__all__ = ["FORBIDDEN", "SendableHeaders", "header_problem"]
 
 FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 """What no HTTP header may hold (RFC 9110 5.5): control characters but tab, CR, LF and NUL
@@ -38,3 +41,16 @@ def header_problem(headers: Mapping[str, str]) -> str | None:
         if FORBIDDEN.search(key) is not None or FORBIDDEN.search(value):
             return key
     return None
+
+
+class SendableHeaders(CIMultiDictProxy[str]):
+    """Request headers whose maker vouches that ``header_problem`` finds nothing in them.
+
+    The pipeline makes them: the client's merged headers, checked once per distinct
+    credentials, plus the call's own id (hex digits), so a transport sends them without
+    scanning every request again. Anything else a transport is handed is checked as
+    before. Vouching wrongly loses only the early refusal: aiohttp then refuses the
+    header itself, once it holds a connection.
+    """
+
+    __slots__ = ()

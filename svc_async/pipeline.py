@@ -41,6 +41,7 @@ from multidict import CIMultiDict, CIMultiDictProxy, istr
 
 from ._answers import REPLIES, Reply, ResponseMeta, api_error, decode_json, read_exactly
 from ._decide import RENEW, RETURN, Action, Decision, Outcome, decide, outcome_of
+from ._headers import SendableHeaders, header_problem
 from .auth import AccountRequest, Auth, secrets_of
 from .clock import SYSTEM_CLOCK, Clock
 from .cutoff import Cutoffs
@@ -338,16 +339,15 @@ class Env:
 def request_headers(
     env: Env, auth_headers: Mapping[str, str] | None, has_body: bool
 ) -> CIMultiDictProxy[str]:
-    """Default + auth (+ JSON) headers, merged once per distinct auth header mapping."""
+    """Default + auth (+ JSON) headers, merged and checked once per distinct auth header
+    mapping: ``SendableHeaders`` when all may be sent (a custom auth's may not)."""
     cached = env.merged.get(has_body)
     if cached is not None and cached[0] is auth_headers:
         return cached[1]
-    merged = {
-        **env.default_headers,
-        **(_JSON_HEADERS if has_body else {}),
-        **(auth_headers or {}),
-    }
-    proxy = CIMultiDictProxy(CIMultiDict(merged))
+    merged = CIMultiDict(
+        {**env.default_headers, **(_JSON_HEADERS if has_body else {}), **(auth_headers or {})}
+    )
+    proxy = CIMultiDictProxy(merged) if header_problem(merged) else SendableHeaders(merged)
     env.merged[has_body] = (auth_headers, proxy)
     return proxy
 
@@ -720,14 +720,19 @@ def _prepare(
 ) -> Request:
     """The attempt's request: headers merged (the call's id on every attempt), its time
     limit within the deadline."""
-    merged = request_headers(env, auth, call.content is not None).copy()
+    base = request_headers(env, auth, call.content is not None)
+    merged = base.copy()
     if call.headers is not None:
         merged.update(call.headers)
     merged[REQUEST_ID] = rid
+    # The id is hex digits and a count: checked headers stay sendable with it. A call's
+    # own headers are left to the transport's check.
+    sendable = call.headers is None and type(base) is SendableHeaders
+    headers = SendableHeaders(merged) if sendable else CIMultiDictProxy(merged)
     timeout = call.attempt_timeout
     if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
         timeout = _bounded(timeout, deadline, now)
-    request = Request(call.method, call.url, CIMultiDictProxy(merged), call.content, timeout)
+    request = Request(call.method, call.url, headers, call.content, timeout)
     if watch is not None:
         watch.request(request)
     return request

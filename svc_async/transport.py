@@ -23,7 +23,7 @@ from aiohttp import hdrs
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._compat import abandon
-from ._headers import header_problem
+from ._headers import SendableHeaders, header_problem
 from ._proxy import Proxies, Route, proxy_refused, proxy_unreachable
 from .clock import running_loop
 from .cutoff import Cut, Cutoffs
@@ -592,14 +592,16 @@ def _wrap_error(exc: BaseException, request: Request, route: Route | None = None
 def _sendable_headers(request: Request, checked: Mapping[str, str] | None) -> Mapping[str, str]:
     """``request.headers``, once sure aiohttp would send them; else ``LocalProtocolError``.
 
-    ``checked`` is the mapping a transport passed last: the client reuses one headers
-    object, so the check runs once per distinct mapping, not once per request.
+    Not scanned again: ``SendableHeaders`` (the pipeline's, checked when merged) and
+    ``checked``, the mapping this transport passed last (a caller reusing one headers
+    object has it checked once).
     """
-    if request.headers is not checked:
-        bad = header_problem(request.headers)
+    headers = request.headers
+    if headers is not checked and type(headers) is not SendableHeaders:
+        bad = header_problem(headers)
         if bad is not None:
             raise _refused(request, bad)
-    return request.headers
+    return headers
 
 
 def _refused(request: Request, header: str) -> LocalProtocolError:

@@ -124,6 +124,7 @@ ALLOWED = {
         "_answers",
         "_decide",
         "_exact_json",
+        "_headers",
         "auth",
         "clock",
         "cutoff",

@@ -28,6 +28,7 @@ from svc_async import (
     TransportError,
     json_response,
 )
+from svc_async._headers import SendableHeaders, header_problem
 from svc_async.auth import AuthFlow
 
 from .conftest import load, serve_app
@@ -183,4 +184,41 @@ async def test_waiting_for_a_job_does_not_poll_again_after_a_local_refusal(wait:
             else:
                 _ = [job async for job in svc.jobs.wait_many([7, 8], timeout=5)]
     assert auth.uses == 1
+    assert transport.requests == []
+
+
+async def test_the_clients_headers_are_checked_once_not_on_every_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The merged headers are checked once per credentials and vouched for
+    # (SendableHeaders): the transport does not scan them again on every request. A
+    # call's own headers it does scan.
+    scanned: list[Mapping[str, str]] = []
+
+    def spy(headers: Mapping[str, str]) -> str | None:
+        scanned.append(headers)
+        return header_problem(headers)
+
+    monkeypatch.setattr("svc_async.pipeline.header_problem", spy)
+    monkeypatch.setattr("svc_async.transport.header_problem", spy)
+    transport = MockTransport(lambda r: json_response(load("get-verification-job.response.json")))
+    async with Client("https://v.example", token="t", transport=transport) as svc:
+        for _ in range(3):
+            await svc.jobs.get(7)
+        assert len(scanned) == 1  # the merge, none of the three requests
+        assert {type(request.headers) for request in transport.requests} == {SendableHeaders}
+        await svc.jobs.get(7, extra_headers={"X-Trace": "on"})
+    assert len(scanned) == 2  # a call with headers of its own: the transport scanned them
+    last = transport.requests[-1].headers
+    assert type(last) is not SendableHeaders and last["X-Trace"] == "on"
+
+
+async def test_a_custom_auths_bad_header_is_never_vouched_for() -> None:
+    transport = MockTransport(lambda r: json_response([]))
+    auth = _SmugglingAuth(SMUGGLED[1])
+    async with Client("https://v.example", auth=auth, transport=transport, retry=POLICY) as svc:
+        with pytest.raises(LocalProtocolError, match="'X-Api-Key'"):
+            await svc.seasons.list()
+        assert svc._shared.env.merged  # merged, found unsendable: left to the transport
+        assert all(type(h) is not SendableHeaders for _, h in svc._shared.env.merged.values())
     assert transport.requests == []
