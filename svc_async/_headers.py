@@ -23,10 +23,10 @@ def header_problem(headers: Mapping[str, str]) -> str | None:
     """The name of the first header aiohttp would refuse to send, or None.
 
     What it refuses: a name or value that is not a string or holds a control character.
-    Every request is checked (each carries its own request id), so the common case, all
-    fine, is one pass over the joined names and values: ``isprintable`` (no control
-    character at all) costs half the pattern's search, which decides only what it
-    doubts (a tab, a character not printable). Only a refusal looks further.
+    It runs on every request a transport is handed but ``SendableHeaders``, so the common
+    case, all fine, is one pass over the joined names and values: ``isprintable`` (no
+    control character at all) costs half the pattern's search, which decides only what
+    it doubts (a tab, a character not printable). Only a refusal looks further.
     """
     try:
         joined = "".join([*headers.keys(), *headers.values()])
