@@ -324,7 +324,6 @@ class AiohttpTransport:
         self._timeouts: dict[tuple[float | None, float | None], aiohttp.ClientTimeout] = {}
         self._last_timeout = _DEFAULT_TIMEOUT
         self._last_client_timeout = _untimed(_DEFAULT_TIMEOUT)
-        self._checked: Mapping[str, str] | None = None
         self._cutoffs = Cutoffs()
 
     def __repr__(self) -> str:
@@ -378,7 +377,7 @@ class AiohttpTransport:
         A header aiohttp would refuse is refused here first, as ``LocalProtocolError``:
         aiohttp's own refusal is a bare ValueError from deep inside its writer.
         """
-        self._checked = _sendable_headers(request, self._checked)
+        _check_headers(request)
         session = self._session
         if session is None or self._closed or self._loop is not loop:
             session = self._get_session()
@@ -589,19 +588,16 @@ def _wrap_error(exc: BaseException, request: Request, route: Route | None = None
     return TransportError(f"{where} failed: {detail}", request=request)
 
 
-def _sendable_headers(request: Request, checked: Mapping[str, str] | None) -> Mapping[str, str]:
-    """``request.headers``, once sure aiohttp would send them; else ``LocalProtocolError``.
+def _check_headers(request: Request) -> None:
+    """Raise ``LocalProtocolError`` unless aiohttp would send ``request.headers``.
 
-    Not scanned again: ``SendableHeaders`` (the pipeline's, checked when merged) and
-    ``checked``, the mapping this transport passed last (a caller reusing one headers
-    object has it checked once).
+    ``SendableHeaders`` (the pipeline's, checked once when merged) are not scanned again.
     """
     headers = request.headers
-    if headers is not checked and type(headers) is not SendableHeaders:
+    if type(headers) is not SendableHeaders:
         bad = header_problem(headers)
         if bad is not None:
             raise _refused(request, bad)
-    return headers
 
 
 def _refused(request: Request, header: str) -> LocalProtocolError:
@@ -651,7 +647,6 @@ class MockTransport:
         self.handler = handler
         self.requests: list[Request] = []
         self.closed = False
-        self._checked: Mapping[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"<MockTransport requests={len(self.requests)}>"
@@ -665,7 +660,7 @@ class MockTransport:
     async def _answer(self, request: Request) -> Response:
         if self.closed:
             raise TransportError("transport is closed")
-        self._checked = _sendable_headers(request, self._checked)  # as aiohttp refuses
+        _check_headers(request)  # as aiohttp refuses
         self.requests.append(request)
         result = self.handler(request)
         if inspect.isawaitable(result):

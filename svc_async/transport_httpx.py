@@ -50,8 +50,8 @@ from .transport import (
     StreamResponse,
     Timeout,
     _capped,
+    _check_headers,
     _raised_instead,
-    _sendable_headers,
 )
 
 __all__ = ["HttpxTransport"]
@@ -120,7 +120,6 @@ class HttpxTransport:
         self._pools: dict[Route | None, httpx.AsyncHTTPTransport] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
-        self._checked: Any = None
         self._extensions: dict[tuple[float | None, float | None], dict[str, Any]] = {}
         self._cutoffs = Cutoffs()
 
@@ -191,7 +190,7 @@ class HttpxTransport:
         self, request: Request, timeout: Timeout, loop: asyncio.AbstractEventLoop
     ) -> tuple[httpx.Response, Route | None]:
         """Start ``request`` (its headers checked first, as aiohttp's are); never redirects."""
-        self._checked = _sendable_headers(request, self._checked)
+        _check_headers(request)
         route = self._route(request)
         pool = self._pool(route, loop)
         headers = [(k.encode("latin-1"), v.encode()) for k, v in request.headers.items()]

@@ -291,7 +291,7 @@ PRIVATE_ALLOWED = {
     # its header check, its rule for what a failed send raises and its wording of connect
     # failures.
     ("transport_httpx", "import _capped"),
-    ("transport_httpx", "import _sendable_headers"),
+    ("transport_httpx", "import _check_headers"),
     ("transport_httpx", "import _raised_instead"),
     ("transport_httpx", "import _CONNECT_REASONS"),
 }
