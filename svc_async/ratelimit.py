@@ -30,6 +30,11 @@ _FAR = 4
 """With another spender, calls go unhindered while the estimated budget left is at least
 ``_FAR`` times the spenders' calls that may be in flight; nearer its end they spread."""
 
+_READ_EVERY = 8
+"""Alone on the budget and far from its end, the pacer reads one answer in this many:
+what the others say is what its own count already knows (or is learnt a few answers
+later). Reading every answer cost about 2 % of a small call's time."""
+
 _ANSWER_WAIT = 1.0
 """Longest a call waits for an answer that tells the budget (woken by the answer)."""
 
@@ -179,11 +184,16 @@ class Pacer:
     """Holds calls back when the budget of the current window is spent.
 
     It counts its own calls exactly (each ``acquire`` spends one from the estimate) and
-    corrects the estimate from every response: a ``remaining`` lower than the estimate
+    corrects the estimate from the responses: a ``remaining`` lower than the estimate
     means someone else shares the budget (the estimate already counts every call in
     flight, answered or not, so alone an answer never falls below it); one higher than
     the estimate plus the calls in flight means the server's window has reset. The
     window's end is the earliest ``receive time + reset`` seen in the window.
+
+    Every answer is read but in one state: alone on the budget (as far as the pacer
+    knows) with the estimate far above the calls in flight, it reads one answer in
+    ``_READ_EVERY``. Another spender is then seen a few answers later, while nothing
+    would be held back for it anyway; a 429, and every answer nearer the end, is read.
 
     A first answer lower than the limit less the pacer's own calls shows budget spent by
     someone else in this window, maybe a client that has finished: the next call goes
@@ -224,6 +234,8 @@ class Pacer:
         self._others = 0.0
         self._wakeup = Wakeup()
         self._headers = _RateHeaders()
+        self._unread = 0
+        """Answers left unread in a row (``_skims``)."""
         self.waits = 0
         self.waited = 0.0
 
@@ -380,7 +392,7 @@ class Pacer:
         self._wakeup.notify()
         if status == 429:
             self._shared = True  # our own count said there was budget: someone else spent it
-        if headers is None:
+        if headers is None or (status != 429 and self._skims()):
             return
         self._answered = True
         self._verifying = False  # any answer ends a check; a first one may start it again
@@ -391,6 +403,24 @@ class Pacer:
         if remaining is not None:
             reader = self._headers
             self._learn(reader.limit(headers), remaining, reader.reset(headers, self.clock))
+
+    def _skims(self) -> bool:
+        """Whether an answer may go unread: alone on a known budget, far from its end,
+        all but one answer in ``_READ_EVERY``."""
+        estimate = self._remaining
+        if (
+            estimate is None
+            or self._window_end == math.inf  # a window whose end is not known yet
+            or self._shared
+            or self._verifying
+            or estimate < _FAR * (self._in_flight + _READ_EVERY)
+        ):
+            return False
+        self._unread += 1
+        if self._unread < _READ_EVERY:
+            return True
+        self._unread = 0
+        return False
 
     def _refused(self, headers: Mapping[str, str]) -> None:
         """Learn from a 429: nothing left until the reset, or ``Retry-After`` if sooner."""

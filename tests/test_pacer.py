@@ -9,6 +9,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from svc_async import Pacer
 from svc_async.errors import PacingExceedsDeadline
+from svc_async.ratelimit import _READ_EVERY as READ_EVERY
 
 
 def _headers(limit: int, remaining: int, reset: float) -> CIMultiDictProxy[str]:
@@ -116,8 +117,11 @@ def _shared_pacer(limit: int, remaining: int, clock: object = None) -> Pacer:
     pacer = Pacer(clock=clock) if clock is not None else Pacer()  # type: ignore[arg-type]
     assert pacer.admit()
     pacer.release(_headers(limit, limit - 1, 60), 200)
-    assert pacer.admit()
-    pacer.release(_headers(limit, remaining, 60), 200)  # 2 sent, far more spent
+    for _ in range(READ_EVERY):  # far from the end and alone, one answer in 8 is read
+        assert pacer.admit()
+        pacer.release(_headers(limit, remaining, 60), 200)  # far more spent than sent
+        if pacer.shared:
+            break
     assert pacer.shared
     return pacer
 
@@ -164,27 +168,28 @@ class _CountedClock:
 
 
 def test_the_window_ends_at_the_earliest_end_its_answers_tell() -> None:
+    # A budget of 30: near its end from the start, so every answer is read.
     clock = _CountedClock()
     pacer = Pacer(clock=clock)
     assert pacer.admit(clock.t)
-    pacer.release(_headers(100, 99, 60), 200)  # ends at 160 s
+    pacer.release(_headers(30, 29, 60), 200)  # ends at 160 s
     clock.t = 130.0
-    for remaining in (98, 97):
+    for remaining in (28, 27):
         assert pacer.admit(clock.t)
         reads = clock.reads
-        pacer.release(_headers(100, remaining, 60), 200)  # the same reset, said later
+        pacer.release(_headers(30, remaining, 60), 200)  # the same reset, said later
         assert clock.reads == reads  # it cannot end sooner: the clock is not read
-    assert pacer.admit(160.0) and "remaining=96" in repr(pacer)
-    pacer.release(_headers(100, 96, 60), 200)
+    assert pacer.admit(160.0) and "remaining=26" in repr(pacer)
+    pacer.release(_headers(30, 26, 60), 200)
     clock.t = 160.1
-    assert pacer.admit(clock.t) and "remaining=99" in repr(pacer)  # a new window
+    assert pacer.admit(clock.t) and "remaining=29" in repr(pacer)  # a new window
     reads = clock.reads
-    pacer.release(_headers(100, 99, 60), 200)  # ends at 220 s
+    pacer.release(_headers(30, 29, 60), 200)  # ends at 220 s
     assert clock.reads == reads + 1  # the same reset, but a new window has no end yet
     assert pacer.admit(clock.t) and pacer.admit(clock.t)
-    pacer.release(_headers(100, 98, 10), 200)  # fewer seconds: the end comes sooner
-    assert pacer.admit(170.1) and "remaining=96" in repr(pacer)
-    assert pacer.admit(170.2) and "remaining=97" in repr(pacer)  # new: 100, 2 in flight, 1
+    pacer.release(_headers(30, 28, 10), 200)  # fewer seconds: the end comes sooner
+    assert pacer.admit(170.1) and "remaining=26" in repr(pacer)
+    assert pacer.admit(170.2) and "remaining=27" in repr(pacer)  # new: 30, 2 in flight, 1
 
 
 async def test_a_wait_ends_when_an_answer_comes_not_by_polling() -> None:
@@ -196,3 +201,65 @@ async def test_a_wait_ends_when_an_answer_comes_not_by_polling() -> None:
     pacer.release(_headers(10, 9, 60), 200)  # the answer wakes it (time stands still)
     await asyncio.wait_for(waiter, 1.0)
     assert pacer.waits == 1  # woken once, never polled
+
+
+def _far_pacer(limit: int = 1000) -> Pacer:
+    """A pacer alone on a budget, its window known: one answer read."""
+    pacer = Pacer()
+    assert pacer.admit()
+    pacer.release(_headers(limit, limit - 1, 60), 200)
+    return pacer
+
+
+def test_alone_and_far_from_the_end_one_answer_in_eight_is_read() -> None:
+    pacer = _far_pacer()
+    seen_at = None
+    for answer in range(1, 2 * READ_EVERY + 1):  # each says 500 more spent by others
+        assert pacer.admit()
+        pacer.release(_headers(1000, 400, 60), 200)
+        if pacer.shared and seen_at is None:
+            seen_at = answer
+    assert READ_EVERY == 8 and seen_at == READ_EVERY  # seen, 7 answers late at most
+
+
+def test_near_the_budgets_end_every_answer_is_read() -> None:
+    pacer = _far_pacer(limit=20)  # 19 left: fewer than 4 times the calls one read spans
+    assert pacer.admit()
+    pacer.release(_headers(20, 10, 60), 200)
+    assert pacer.shared  # the first answer that says so
+
+
+def test_a_refusal_is_read_however_far_the_end_seemed() -> None:
+    pacer = _far_pacer()
+    assert pacer.admit()
+    pacer.release(_headers(1000, 0, 30), 429)
+    assert pacer.shared and not pacer.admit()  # nothing left until the reset
+
+
+def test_once_the_budget_is_shared_every_answer_is_read() -> None:
+    pacer = _shared_pacer(1000, 900)
+    before = pacer.spenders
+    assert pacer.admit()
+    pacer.release(_headers(1000, 700, 60), 200)  # 200 more spent by the others
+    assert pacer.spenders > before
+
+
+def test_the_first_answer_of_a_new_window_is_read_however_far_its_end() -> None:
+    clock = _CountedClock()
+    pacer = Pacer(clock=clock)
+    assert pacer.admit(clock.t)
+    pacer.release(_headers(1000, 999, 10), 200)  # ends at 110 s
+    clock.t = 111.0
+    assert pacer.admit(clock.t) and "remaining=999" in repr(pacer)  # a new window
+    pacer.release(_headers(1000, 999, 60), 200)  # ends at 171 s: read, though far
+    assert pacer.admit(171.2) and "remaining=999" in repr(pacer)  # the next one
+
+
+def test_a_check_on_another_spender_ends_with_its_answer_however_far_the_end() -> None:
+    pacer = Pacer()
+    assert pacer.admit()
+    pacer.release(_headers(1000, 500, 60), 200)  # 499 spent by someone else
+    assert pacer.admit()  # one call goes alone to tell if they still spend
+    assert not pacer.admit()  # the others wait for its answer
+    pacer.release(_headers(1000, 499, 60), 200)  # they do not: read, though far
+    assert pacer.admit() and pacer.admit()  # calls go together again
