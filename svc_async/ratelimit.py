@@ -235,7 +235,7 @@ class Pacer:
         self._wakeup = Wakeup()
         self._headers = _RateHeaders()
         self._unread = 0
-        """Answers left unread in a row (``_skims``)."""
+        """The next answers that may go unread (``_far``, decided at each one read)."""
         self.waits = 0
         self.waited = 0.0
 
@@ -264,6 +264,7 @@ class Pacer:
         if now >= self._window_end - _SLACK:
             if self._limit is None:
                 self._remaining = None  # no budget known: assume nothing
+                self._unread = 0
                 return 0.0
             self._next_window(self._limit)
         if self._remaining <= 0:
@@ -292,6 +293,7 @@ class Pacer:
         """The window has reset: the whole budget is back, less the calls in flight."""
         self._remaining = max(0, limit - self._in_flight)
         self._window_end = math.inf
+        self._unread = 0  # the new window's end is in its first answer
         self._end_reset = None
         self._mine, self._others = self._mine / 2, self._others / 2  # the past fades
         if self._shared:
@@ -392,7 +394,11 @@ class Pacer:
         self._wakeup.notify()
         if status == 429:
             self._shared = True  # our own count said there was budget: someone else spent it
-        if headers is None or (status != 429 and self._skims()):
+            self._unread = 0
+        if headers is None:
+            return
+        if self._unread:
+            self._unread -= 1  # alone, far from the end: what it says, the count knows
             return
         self._answered = True
         self._verifying = False  # any answer ends a check; a first one may start it again
@@ -403,24 +409,18 @@ class Pacer:
         if remaining is not None:
             reader = self._headers
             self._learn(reader.limit(headers), remaining, reader.reset(headers, self.clock))
+            self._unread = _READ_EVERY - 1 if self._far() else 0
 
-    def _skims(self) -> bool:
-        """Whether an answer may go unread: alone on a known budget, far from its end,
-        all but one answer in ``_READ_EVERY``."""
+    def _far(self) -> bool:
+        """Whether the next answers may go unread: alone on a known budget, the estimate
+        far above the calls that may go before one is read."""
         estimate = self._remaining
-        if (
+        return not (
             estimate is None
-            or self._window_end == math.inf  # a window whose end is not known yet
             or self._shared
             or self._verifying
             or estimate < _FAR * (self._in_flight + _READ_EVERY)
-        ):
-            return False
-        self._unread += 1
-        if self._unread < _READ_EVERY:
-            return True
-        self._unread = 0
-        return False
+        )
 
     def _refused(self, headers: Mapping[str, str]) -> None:
         """Learn from a 429: nothing left until the reset, or ``Retry-After`` if sooner."""

@@ -263,3 +263,23 @@ def test_a_check_on_another_spender_ends_with_its_answer_however_far_the_end() -
     assert not pacer.admit()  # the others wait for its answer
     pacer.release(_headers(1000, 499, 60), 200)  # they do not: read, though far
     assert pacer.admit() and pacer.admit()  # calls go together again
+
+
+def test_without_a_limit_the_budget_is_learnt_again_from_the_next_answer() -> None:
+    clock = _CountedClock()
+    pacer = Pacer(clock=clock)
+    no_limit = {"x-ratelimit-remaining": "999", "x-ratelimit-reset": "10"}
+    assert pacer.admit(clock.t)
+    pacer.release(CIMultiDictProxy(CIMultiDict(no_limit)), 200)  # far: ends at 110 s
+    clock.t = 111.0
+    assert pacer.admit(clock.t) and "remaining=None" in repr(pacer)  # nothing assumed
+    pacer.release(CIMultiDictProxy(CIMultiDict(no_limit)), 200)
+    assert "remaining=999" in repr(pacer)  # read at once, though it was far
+
+
+def test_after_a_refusal_every_answer_is_read() -> None:
+    pacer = _far_pacer()
+    assert pacer.admit() and pacer.admit()
+    pacer.release(_headers(1000, 0, 30), 429)  # someone else spent it all
+    pacer.release(_headers(1000, 500, 30), 200)  # their window came back: read at once
+    assert pacer.admit()
