@@ -140,15 +140,16 @@ class Wakeup:
     every waiter looks again when one arrives instead of polling.
     """
 
-    __slots__ = ("_waiters",)
+    __slots__ = ("waiters",)
 
     def __init__(self) -> None:
-        self._waiters: list[asyncio.Future[None]] = []
+        self.waiters: list[asyncio.Future[None]] = []
+        """The futures of the waiters (empty: nobody waits, ``notify`` has nothing to do)."""
 
     async def wait(self, clock: Clock, timeout: float) -> None:
         """Return after ``timeout`` seconds on ``clock``, or at the next ``notify``."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
+        self.waiters.append(future)
         sleeper = asyncio.ensure_future(clock.sleep(max(0.0, timeout)))
         try:
             await asyncio.wait((future, sleeper), return_when=asyncio.FIRST_COMPLETED)
@@ -156,12 +157,12 @@ class Wakeup:
             sleeper.cancel()
             future.cancel()
             with contextlib.suppress(ValueError):
-                self._waiters.remove(future)
+                self.waiters.remove(future)
 
     def notify(self) -> None:
         """Wake every waiter."""
-        if self._waiters:
-            waiters, self._waiters = self._waiters, []
+        if self.waiters:
+            waiters, self.waiters = self.waiters, []
             for future in waiters:
                 if not future.done():
                     future.set_result(None)
@@ -227,7 +228,6 @@ class Pacer:
         self._rng = rng or random.Random()
         self._logged_until = 0.0
         self._answered = False
-        self._sent = 0
         self._verifying = False
         self._probe_started = 0.0
         self._mine = 0.0
@@ -343,7 +343,6 @@ class Pacer:
     def count_sent(self) -> None:
         """Count a call admitted elsewhere (a fleet's budget) as in flight."""
         self._in_flight += 1
-        self._sent += 1
         self._mine += 1
 
     async def acquire(
@@ -391,7 +390,8 @@ class Pacer:
     def release(self, headers: Mapping[str, str] | None, status: int | None = None) -> None:
         """Count the call as done and learn from its headers (None: no response came)."""
         self._in_flight -= 1
-        self._wakeup.notify()
+        if self._wakeup.waiters:  # checked here: a call less on every answer
+            self._wakeup.notify()
         if status == 429:
             self._shared = True  # our own count said there was budget: someone else spent it
             self._unread = 0
@@ -457,9 +457,10 @@ class Pacer:
         first = self._remaining is None
         self._remaining = max(0, remaining - self._in_flight)
         self._window_end = end
-        if first and self._limit is not None and remaining < self._limit - self._sent:
+        # Before the first window nothing has halved ``_mine``: it is every call sent.
+        if first and self._limit is not None and remaining < self._limit - self._mine:
             self._verifying = not self._shared
-            self._others += self._limit - self._sent - remaining  # spent before us
+            self._others += self._limit - self._mine - remaining  # spent before us
 
     def _correct(self, estimate: int, remaining: int, reset: float | None) -> None:
         """An answer of the current window: less left than the estimate is someone else's."""
