@@ -8,8 +8,8 @@ Timing rules, the same for every script:
   then reported as ratios of medians against a baseline measured in the same run.
 * ``warmup`` rounds run first and are discarded (imports, caches, code generation).
 * Garbage collection: ``gc.collect()`` runs before every sample, and the collector stays
-  **enabled** while a sample runs, as it is in production. Code that pauses it itself
-  (the SDK's ``converter.structure`` does) keeps that behaviour; nothing else is changed.
+  **enabled** while a sample runs, as it is in production (the SDK never switches it;
+  a figure that pauses it through ``converter.wrap_structuring`` says so).
 * ``--quick`` on the command line, or ``BENCH_QUICK=1`` in the environment (what
   ``run_all.py --quick`` sets), asks for fewer sizes and repeats.
 
@@ -37,7 +37,7 @@ from typing import Any
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 GC_POLICY = (
     "gc.collect() before each sample; gc enabled while timing unless a figure says 'gc off'"
-    " (code that pauses it itself, like the SDK's converter.structure, keeps doing so)"
+    " (the SDK never switches it itself)"
 )
 PACKAGES = ("svc-async", "aiohttp", "orjson", "attrs", "cattrs", "msgspec", "pydantic", "httpx")
 
