@@ -222,11 +222,12 @@ def test_alone_and_far_from_the_end_one_answer_in_eight_is_read() -> None:
     assert READ_EVERY == 8 and seen_at == READ_EVERY  # seen, 7 answers late at most
 
 
-def test_near_the_budgets_end_every_answer_is_read() -> None:
-    pacer = _far_pacer(limit=20)  # 19 left: fewer than 4 times the calls one read spans
+@pytest.mark.parametrize(("limit", "read"), [(32, True), (33, False)])
+def test_far_means_at_least_4_times_the_calls_in_flight_and_8(limit: int, read: bool) -> None:
+    pacer = _far_pacer(limit)  # limit - 1 left, none in flight: far from 32 = 4 x (0 + 8)
     assert pacer.admit()
-    pacer.release(_headers(20, 10, 60), 200)
-    assert pacer.shared  # the first answer that says so
+    pacer.release(_headers(limit, 10, 60), 200)  # someone else spent most of it
+    assert pacer.shared is read  # near the end the first answer that says so is read
 
 
 def test_a_refusal_is_read_however_far_the_end_seemed() -> None:
