@@ -140,16 +140,15 @@ class Wakeup:
     every waiter looks again when one arrives instead of polling.
     """
 
-    __slots__ = ("waiters",)
+    __slots__ = ("_waiters",)
 
     def __init__(self) -> None:
-        self.waiters: list[asyncio.Future[None]] = []
-        """The futures of the waiters (empty: nobody waits, ``notify`` has nothing to do)."""
+        self._waiters: list[asyncio.Future[None]] = []
 
     async def wait(self, clock: Clock, timeout: float) -> None:
         """Return after ``timeout`` seconds on ``clock``, or at the next ``notify``."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.waiters.append(future)
+        self._waiters.append(future)
         sleeper = asyncio.ensure_future(clock.sleep(max(0.0, timeout)))
         try:
             await asyncio.wait((future, sleeper), return_when=asyncio.FIRST_COMPLETED)
@@ -157,12 +156,12 @@ class Wakeup:
             sleeper.cancel()
             future.cancel()
             with contextlib.suppress(ValueError):
-                self.waiters.remove(future)
+                self._waiters.remove(future)
 
     def notify(self) -> None:
         """Wake every waiter."""
-        if self.waiters:
-            waiters, self.waiters = self.waiters, []
+        if self._waiters:
+            waiters, self._waiters = self._waiters, []
             for future in waiters:
                 if not future.done():
                     future.set_result(None)
@@ -262,9 +261,9 @@ class Pacer:
         if self._remaining is None:
             return self._hold_unknown(now)
         if now >= self._window_end - _SLACK:
+            self._unread = 0  # the window is past: the next answer tells the new one
             if self._limit is None:
                 self._remaining = None  # no budget known: assume nothing
-                self._unread = 0
                 return 0.0
             self._next_window(self._limit)
         if self._remaining <= 0:
@@ -293,7 +292,6 @@ class Pacer:
         """The window has reset: the whole budget is back, less the calls in flight."""
         self._remaining = max(0, limit - self._in_flight)
         self._window_end = math.inf
-        self._unread = 0  # the new window's end is in its first answer
         self._end_reset = None
         self._mine, self._others = self._mine / 2, self._others / 2  # the past fades
         if self._shared:
@@ -390,8 +388,7 @@ class Pacer:
     def release(self, headers: Mapping[str, str] | None, status: int | None = None) -> None:
         """Count the call as done and learn from its headers (None: no response came)."""
         self._in_flight -= 1
-        if self._wakeup.waiters:  # checked here: a call less on every answer
-            self._wakeup.notify()
+        self._wakeup.notify()
         if status == 429:
             self._shared = True  # our own count said there was budget: someone else spent it
             self._unread = 0

@@ -43,9 +43,9 @@ DEFAULT_MAX_BODY = 256 * 1024 * 1024
 """Largest API response body accepted, after decompression (bytes)."""
 
 
-def _read_only(value: Mapping[str, str] | None) -> CIMultiDictProxy[str]:
-    """``value`` as a read-only case-insensitive mapping (the classes below take one as
-    is: a transport's and the pipeline's headers already are, on every request)."""
+def _headers(value: Mapping[str, str] | None) -> CIMultiDictProxy[str]:
+    if isinstance(value, CIMultiDictProxy):
+        return value
     return CIMultiDictProxy(CIMultiDict(value or {}))
 
 
@@ -75,9 +75,7 @@ class Request:
         # object.__setattr__, took about 40% longer.
         _set_method(self, method)
         _set_url(self, url)
-        _set_req_headers(
-            self, headers if isinstance(headers, CIMultiDictProxy) else _read_only(headers)
-        )
+        _set_req_headers(self, _headers(headers))
         _set_req_content(self, content)
         _set_timeout(self, timeout)
 
@@ -117,9 +115,7 @@ class Response:
         request: Request | None = None,
     ) -> None:
         _set_status(self, status)  # slots set directly, as in Request
-        _set_resp_headers(
-            self, headers if isinstance(headers, CIMultiDictProxy) else _read_only(headers)
-        )
+        _set_resp_headers(self, _headers(headers))
         _set_resp_content(self, content)
         _set_request(self, request)
 

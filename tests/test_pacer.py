@@ -112,11 +112,18 @@ class _FrozenClock:
         await asyncio.get_running_loop().create_future()
 
 
-def _shared_pacer(limit: int, remaining: int, clock: object = None) -> Pacer:
-    """A pacer that has seen another client spend from its budget."""
+def _answered_pacer(limit: int = 1000, reset: float = 60, clock: object = None) -> Pacer:
+    """A pacer that has read its first answer: ``limit - 1`` left, none in flight (alone
+    and, for a limit of 33 or more, far from the end)."""
     pacer = Pacer(clock=clock) if clock is not None else Pacer()  # type: ignore[arg-type]
     assert pacer.admit()
-    pacer.release(_headers(limit, limit - 1, 60), 200)
+    pacer.release(_headers(limit, limit - 1, reset), 200)
+    return pacer
+
+
+def _shared_pacer(limit: int, remaining: int, clock: object = None) -> Pacer:
+    """A pacer that has seen another client spend from its budget."""
+    pacer = _answered_pacer(limit, clock=clock)
     for _ in range(READ_EVERY):  # far from the end and alone, one answer in 8 is read
         assert pacer.admit()
         pacer.release(_headers(limit, remaining, 60), 200)  # far more spent than sent
@@ -170,9 +177,7 @@ class _CountedClock:
 def test_the_window_ends_at_the_earliest_end_its_answers_tell() -> None:
     # A budget of 30: near its end from the start, so every answer is read.
     clock = _CountedClock()
-    pacer = Pacer(clock=clock)
-    assert pacer.admit(clock.t)
-    pacer.release(_headers(30, 29, 60), 200)  # ends at 160 s
+    pacer = _answered_pacer(30, clock=clock)  # ends at 160 s
     clock.t = 130.0
     for remaining in (28, 27):
         assert pacer.admit(clock.t)
@@ -203,16 +208,8 @@ async def test_a_wait_ends_when_an_answer_comes_not_by_polling() -> None:
     assert pacer.waits == 1  # woken once, never polled
 
 
-def _far_pacer(limit: int = 1000) -> Pacer:
-    """A pacer alone on a budget, its window known: one answer read."""
-    pacer = Pacer()
-    assert pacer.admit()
-    pacer.release(_headers(limit, limit - 1, 60), 200)
-    return pacer
-
-
 def test_alone_and_far_from_the_end_one_answer_in_eight_is_read() -> None:
-    pacer = _far_pacer()
+    pacer = _answered_pacer()
     seen_at = None
     for answer in range(1, 2 * READ_EVERY + 1):  # each says 500 more spent by others
         assert pacer.admit()
@@ -224,14 +221,14 @@ def test_alone_and_far_from_the_end_one_answer_in_eight_is_read() -> None:
 
 @pytest.mark.parametrize(("limit", "read"), [(32, True), (33, False)])
 def test_far_means_at_least_4_times_the_calls_in_flight_and_8(limit: int, read: bool) -> None:
-    pacer = _far_pacer(limit)  # limit - 1 left, none in flight: far from 32 = 4 x (0 + 8)
+    pacer = _answered_pacer(limit)  # limit - 1 left, none in flight: far from 32 = 4 x (0 + 8)
     assert pacer.admit()
     pacer.release(_headers(limit, 10, 60), 200)  # someone else spent most of it
     assert pacer.shared is read  # near the end the first answer that says so is read
 
 
 def test_a_refusal_is_read_however_far_the_end_seemed() -> None:
-    pacer = _far_pacer()
+    pacer = _answered_pacer()
     assert pacer.admit()
     pacer.release(_headers(1000, 0, 30), 429)
     assert pacer.shared and not pacer.admit()  # nothing left until the reset
@@ -247,9 +244,7 @@ def test_once_the_budget_is_shared_every_answer_is_read() -> None:
 
 def test_the_first_answer_of_a_new_window_is_read_however_far_its_end() -> None:
     clock = _CountedClock()
-    pacer = Pacer(clock=clock)
-    assert pacer.admit(clock.t)
-    pacer.release(_headers(1000, 999, 10), 200)  # ends at 110 s
+    pacer = _answered_pacer(reset=10, clock=clock)  # ends at 110 s
     clock.t = 111.0
     assert pacer.admit(clock.t) and "remaining=999" in repr(pacer)  # a new window
     pacer.release(_headers(1000, 999, 60), 200)  # ends at 171 s: read, though far
@@ -279,7 +274,7 @@ def test_without_a_limit_the_budget_is_learnt_again_from_the_next_answer() -> No
 
 
 def test_after_a_refusal_every_answer_is_read() -> None:
-    pacer = _far_pacer()
+    pacer = _answered_pacer()
     assert pacer.admit() and pacer.admit()
     pacer.release(_headers(1000, 0, 30), 429)  # someone else spent it all
     pacer.release(_headers(1000, 500, 30), 200)  # their window came back: read at once
