@@ -35,7 +35,7 @@ MODES = ("orjson", "sdk")
 
 def _sdk_fetch(body: bytes) -> Any:
     from svc_async import Client, MockTransport, json_response
-    from svc_async.transport import Response
+    from svc_async._transports.base import Response
 
     warm = orjson.dumps(_payloads.entries(1))
     answers = [warm, body]

@@ -26,7 +26,8 @@ from typing import Any
 import _harness as h
 import bench_stall as stall
 
-from svc_async import Client, _incremental
+from svc_async import Client
+from svc_async._pipeline import incremental as _incremental
 
 ANSWERS = {  # label: (entries call, id)
     "461 entries": ("for_event", stall.THROUGHPUT_ENTRIES),

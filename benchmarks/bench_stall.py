@@ -42,7 +42,8 @@ import _payloads
 import aiohttp
 import orjson
 
-from svc_async import Client, _incremental
+from svc_async import Client
+from svc_async._pipeline import incremental as _incremental
 from svc_async.models import Entry
 from svc_async.resources.entries import Entries
 

@@ -6,7 +6,17 @@ import sys as _sys
 import warnings as _warnings
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._answers import Reply
+from ._pipeline.answers import Reply
+from ._pipeline.ratelimit import Pacer
+from ._transports.base import (
+    AiohttpTransport,
+    MockTransport,
+    Request,
+    Response,
+    Timeout,
+    Transport,
+    json_response,
+)
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, HeaderAuth
 from .client import Client
@@ -87,17 +97,7 @@ from .models import (
     SvcLicense,
     VerificationJob,
 )
-from .ratelimit import Pacer
 from .retry import RetryBudget, RetryPolicy
-from .transport import (
-    AiohttpTransport,
-    MockTransport,
-    Request,
-    Response,
-    Timeout,
-    Transport,
-    json_response,
-)
 from .types import AttemptTimeoutArg, Progress, TimeoutArg
 
 # A library leaves output to the application: without this, Python's last-resort
@@ -144,27 +144,27 @@ def _log_as_svc_log_says() -> None:
 _log_as_svc_log_says()
 
 if TYPE_CHECKING:
-    from .bulk import EntryBatch
+    from ._transports.httpx import HttpxTransport
     from .converter import to_dict
-    from .downloads import DownloadResult
-    from .polling import PollPolicy
-    from .sync import EventCursor, SyncResult, SyncState
-    from .transport_httpx import HttpxTransport
+    from .resources.bulk import EntryBatch
+    from .resources.downloads import DownloadResult
+    from .resources.polling import PollPolicy
+    from .resources.sync import EventCursor, SyncResult, SyncState
     from .webhooks import EntryUpdate, JobStatusUpdate, OutputFileUpdate, WebhookReceiver
 
 _LAZY = {
     "to_dict": "converter",
-    "DownloadResult": "downloads",
-    "EntryBatch": "bulk",
-    "PollPolicy": "polling",
-    "EventCursor": "sync",
-    "SyncResult": "sync",
-    "SyncState": "sync",
+    "DownloadResult": "resources.downloads",
+    "EntryBatch": "resources.bulk",
+    "PollPolicy": "resources.polling",
+    "EventCursor": "resources.sync",
+    "SyncResult": "resources.sync",
+    "SyncState": "resources.sync",
     "JobStatusUpdate": "webhooks",
     "EntryUpdate": "webhooks",
     "OutputFileUpdate": "webhooks",
     "WebhookReceiver": "webhooks",
-    "HttpxTransport": "transport_httpx",  # imports httpx: the ``httpx`` extra
+    "HttpxTransport": "_transports.httpx",  # imports httpx: the ``httpx`` extra
 }
 
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from . import _validate
+from ._core import validate as _validate
 from .errors import APIError, AuthenticationError, ResponseDecodeError, SvcError
 
 LOGIN_PATH = "/api/auth/api-key/login"

@@ -22,16 +22,17 @@ from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar
 import orjson
 import yarl
 
-from . import _validate
-from ._compat import caller_frame
+from ._core import validate as _validate
+from ._core.compat import caller_frame
+from ._pipeline.ratelimit import Pacer, Pacing
+from ._pipeline.run import Call, Env, Tracker, deadline_scope, run
+from ._transports.base import AiohttpTransport, Timeout, Transport
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
 from .clock import SYSTEM_CLOCK, Clock, running_loop, wait_tasks, within
 from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
 from .fleet import fleet_url
 from .models import RateLimit
-from .pipeline import Call, Env, Tracker, deadline_scope, run
-from .ratelimit import Pacer, Pacing
 from .redact import redact_url
 from .resources.entries import Entries
 from .resources.events import Events
@@ -39,16 +40,15 @@ from .resources.jobs import Jobs
 from .resources.orgs import Orgs
 from .resources.seasons import Seasons
 from .retry import RetryBudget, RetryPolicy
-from .transport import AiohttpTransport, Timeout, Transport
 from .types import AttemptTimeoutArg, Progress
 from .types import TimeoutArg as TimeoutArg  # the old home of the name still works
 
 if TYPE_CHECKING:  # downloads, webhooks and tracing load on first use
     from opentelemetry.trace import TracerProvider
 
-    from .downloads import DownloadResult
-    from .raw import RawResponses
-    from .webhooks import WebhookReceiver
+    from .resources.downloads import DownloadResult
+    from .resources.raw import RawResponses
+    from .webhooks.receiver import WebhookReceiver
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ class Client:
     poll and backoff reads the time and sleeps (default: the system clock; tests pass
     ``svc_async.testing.VirtualClock``). ``tracing=True`` (the ``otel`` extra) runs each
     call in an OpenTelemetry span of the global tracer provider, or of the
-    ``TracerProvider`` given (see ``svc_async.tracing``). ``fleet`` (default
+    ``TracerProvider`` given (see ``svc_async._pipeline.tracing``). ``fleet`` (default
     ``SVC_FLEET_URL``) is a Redis URL: every client of the account given it draws from
     one rate budget. ``account`` names that account in the fleet (any string, the same on
     every client and ``WebhookReceiver`` of it); without it the account is told by the
@@ -427,10 +427,10 @@ class Client:
 
     @functools.cached_property
     def with_raw_response(self) -> RawResponses:
-        """The same calls, each returning its ``Reply`` (``svc_async.raw``): the model in
+        """The same calls, each returning its ``Reply`` (``svc_async.resources.raw``): the model in
         ``.data``, and this call's own status, headers, rate limit, attempts, elapsed
         time and request id. A view: it shares this client (and its options)."""
-        from .raw import RawResponses
+        from .resources.raw import RawResponses
 
         return RawResponses(self.orgs, self.seasons, self.events, self.entries, self.jobs)
 
@@ -482,7 +482,7 @@ class Client:
         ``timeout`` bounds the whole download in seconds (default: none, big files take
         long); ``attempt_timeout`` each exchange (default 10 s to connect, 60 s per read).
         """
-        from .downloads import download
+        from .resources.downloads import download
 
         whole, per = _split(timeout, attempt_timeout, stacklevel=2)
         limits = None if per == "default" else per
@@ -717,7 +717,7 @@ def _owned_receiver(
     with a fleet and an ``account`` and no ``webhooks`` of its own (else None)."""
     if fleet is None or webhooks is not None or account is None:
         return None
-    from .webhooks import WebhookReceiver
+    from .webhooks.receiver import WebhookReceiver
 
     return WebhookReceiver(fleet=fleet, account=account, clock=clock)
 
@@ -786,7 +786,7 @@ def _trace_hook(tracing: object) -> Any:
     if tracing is not True and not callable(getattr(tracing, "get_tracer", None)):
         raise TypeError("tracing must be True, False or an OpenTelemetry TracerProvider")
     try:
-        from .tracing import call_tracer
+        from ._pipeline.tracing import call_tracer
     except ImportError as exc:
         raise ImportError(
             "Client(tracing=...) needs OpenTelemetry: pip install 'svc-async[otel]'"

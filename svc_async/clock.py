@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Protocol, TypeVar, runtime_checkable
 
-from ._compat import running_loop as running_loop
+from ._core.compat import running_loop as running_loop
 
 __all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock", "running_loop", "until", "wait_tasks", "within"]
 

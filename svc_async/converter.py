@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 
 from . import models as m
-from ._codegen import (
+from ._core.codegen import (
     EXTRA,
     NO_EXTRA,
     NO_KEYS,

@@ -28,10 +28,10 @@ import attrs
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from ._transports.base import Request, Response
 from .clock import Clock, wait_tasks
 from .errors import SvcError
 from .redact import REDACTED, is_sensitive_header, redact_url
-from .transport import Request, Response
 
 __all__ = ["HOOK_NAMES", "EventHooks", "RetryEvent"]
 

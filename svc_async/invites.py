@@ -14,7 +14,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from . import _validate as v
+from ._core import validate as v
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from ._codegen import NO_EXTRA
+from ._core.codegen import NO_EXTRA
 
 
 class LicenseStatus(StrEnum):

@@ -33,7 +33,7 @@ import time
 from aiohttp import web
 
 from svc_async.testing.fleet import run_worker
-from svc_async.webhooks import JobStatusUpdate, WebhookReceiver
+from svc_async.webhooks.receiver import JobStatusUpdate, WebhookReceiver
 
 LONG_SHARE = 0.12
 """The share of deliveries whose callback outlasts ``claim_after``."""
@@ -81,6 +81,7 @@ if __name__ == "__main__":
         level=logging.WARNING,
     )
     logging.getLogger("svc_async.fleet").setLevel(logging.INFO)
+    logging.getLogger("svc_async.webhooks").setLevel(logging.INFO)
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "replica":
         asyncio.run(replica(args[0], args[1], int(args[2]), float(args[3])))

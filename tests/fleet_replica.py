@@ -20,7 +20,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from svc_async.webhooks import JobStatusUpdate, WebhookReceiver
+from svc_async.webhooks.receiver import JobStatusUpdate, WebhookReceiver
 
 
 def _append(log: str, line: str) -> bool:

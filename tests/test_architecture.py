@@ -399,8 +399,8 @@ def test_every_public_name_resolves_and_the_lazy_ones_load_on_first_use() -> Non
     """``__all__`` names what ``svc_async`` gives; the feature modules load only when used."""
     code = (
         "import sys, svc_async\n"
-        "lazy = ['svc_async.webhooks', 'svc_async.downloads', 'svc_async.polling',"
-        " 'svc_async.bulk', 'svc_async.sync', 'svc_async.tracing']\n"
+        "lazy = ['svc_async.webhooks.receiver', 'svc_async.resources.downloads', 'svc_async.resources.polling',"
+        " 'svc_async.resources.bulk', 'svc_async.resources.sync', 'svc_async._pipeline.tracing']\n"
         "print([m for m in lazy if m in sys.modules])\n"
         "missing = [n for n in svc_async.__all__ if getattr(svc_async, n, None) is None]\n"
         "print(missing)\n"

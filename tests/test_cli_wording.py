@@ -192,8 +192,8 @@ def test_sdk_info_records_show_as_status_lines_on_a_terminal() -> None:
     handler = _configure_logging(0, ui)
     assert handler is not None
     try:
-        logging.getLogger("svc_async.pipeline").info("rate limit: holding calls for %.0fs", 57)
-        logging.getLogger("svc_async.pipeline").debug("not shown")
+        logging.getLogger("svc_async._pipeline.run").info("rate limit: holding calls for %.0fs", 57)
+        logging.getLogger("svc_async._pipeline.run").debug("not shown")
     finally:
         logging.getLogger("svc_async").removeHandler(handler)
     assert err.getvalue().strip() == "svc-async: rate limit: holding calls for 57s"

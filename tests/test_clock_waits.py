@@ -18,9 +18,9 @@ import pytest
 import yarl
 from aiohttp import web
 
-from svc_async import _compat
+from svc_async._core import compat as _compat
+from svc_async._transports.base import AiohttpTransport, Request
 from svc_async.clock import SYSTEM_CLOCK, until, wait_tasks, within
-from svc_async.transport import AiohttpTransport, Request
 
 
 class HandClock:

@@ -12,9 +12,9 @@ import yarl
 from aiohttp.client_reqrep import ConnectionKey
 
 from svc_async import AiohttpTransport, ConnectError, Request, Timeout
+from svc_async._transports.base import _wrap_error
 from svc_async.cli import ExitCode, main
 from svc_async.redact import redact_text
-from svc_async.transport import _wrap_error
 
 
 def _closed_port() -> int:

@@ -15,7 +15,7 @@ import pytest
 import yarl
 
 from svc_async import AiohttpTransport, Request, RequestTimeout, Timeout
-from svc_async.cutoff import Cutoffs
+from svc_async._transports.cutoff import Cutoffs
 
 from .conftest import serve_app
 

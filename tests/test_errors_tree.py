@@ -89,9 +89,9 @@ def test_the_tree_names_each_builtin_base() -> None:
 
 def test_old_import_paths_still_give_the_same_classes() -> None:
     from svc_async import WebhookPayloadError
-    from svc_async._codegen import LeafError
-    from svc_async.ratelimit import PacingExceedsDeadline
-    from svc_async.webhooks import WebhookPayloadError as FromWebhooks
+    from svc_async._core.codegen import LeafError
+    from svc_async._pipeline.ratelimit import PacingExceedsDeadline
+    from svc_async.webhooks.receiver import WebhookPayloadError as FromWebhooks
 
     assert WebhookPayloadError is FromWebhooks is errors.WebhookPayloadError
     assert issubclass(WebhookPayloadError, SvcError) and issubclass(WebhookPayloadError, ValueError)

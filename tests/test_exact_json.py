@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from svc_async._exact_json import MAX_EXACT_DEPTH, has_long_number, loads_exact, too_deep
+from svc_async._core.exact_json import MAX_EXACT_DEPTH, has_long_number, loads_exact, too_deep
 
 BIG = 2**70 + 1
 

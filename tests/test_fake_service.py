@@ -12,8 +12,8 @@ import orjson
 import pytest
 import yarl
 
+from svc_async._transports.base import Request, Response, StreamingTransport, Timeout
 from svc_async.testing import FakeClock, FakeService
-from svc_async.transport import Request, Response, StreamingTransport, Timeout
 
 BASE = "http://fake.invalid"
 TOKEN = FakeService.DEFAULT_TOKEN

@@ -166,7 +166,7 @@ async def test_a_store_that_is_down_paces_locally_with_one_warning(
 ) -> None:
     from .redis_server import free_port
 
-    caplog.set_level(logging.WARNING, "svc_async.fleet")
+    caplog.set_level(logging.WARNING, "svc_async")
     fleet = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     async with FakeService(seed=1, rate_limit=(5, 60.0)) as fake, fake.serve() as url:
         async with Client(url, token=TOKEN, fleet=fleet) as svc:
@@ -207,7 +207,7 @@ def test_the_fleet_comes_from_svc_fleet_url_and_is_checked(
 async def test_the_store_killed_and_restarted_mid_run(
     redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, "svc_async.fleet")
+    caplog.set_level(logging.INFO, "svc_async")
     async with FakeService(seed=1, rate_limit=(1000, 60.0)) as fake, fake.serve() as url:
         async with Client(url, token=TOKEN, fleet=redis_server.url) as svc:
             pacer = svc._shared.fleet
@@ -234,7 +234,7 @@ async def test_a_slow_store_is_waited_for_only_its_short_timeout(
 ) -> None:
     import signal
 
-    caplog.set_level(logging.WARNING, "svc_async.fleet")
+    caplog.set_level(logging.WARNING, "svc_async")
     async with FakeService(seed=1) as fake, fake.serve() as url:
         async with Client(url, token=TOKEN, fleet=redis_server.url) as svc:
             pacer = svc._shared.fleet

@@ -29,7 +29,12 @@ from svc_async.fleet.budget import FleetPacer
 from svc_async.fleet.keys import Keys, account_namespace
 from svc_async.fleet.store import Store
 from svc_async.testing import FakeService
-from svc_async.webhooks import EntryUpdate, JobStatusUpdate, WebhookReceiver, parse_delivery
+from svc_async.webhooks.receiver import (
+    EntryUpdate,
+    JobStatusUpdate,
+    WebhookReceiver,
+    parse_delivery,
+)
 
 from .conftest import load, serve_app
 from .redis_server import RedisServer
@@ -226,7 +231,7 @@ async def test_a_header_auth_tells_its_account_by_its_value(redis_url: str) -> N
 async def test_each_restart_under_load_is_one_warning_and_one_recovery(
     redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, "svc_async.fleet")
+    caplog.set_level(logging.INFO, "svc_async")
     fake = FakeService(seed=1, rate_limit=(100_000, 60.0))
     failed = 0
     async with Client(
@@ -268,7 +273,7 @@ async def test_each_restart_under_load_is_one_warning_and_one_recovery(
 async def test_a_stalled_store_fails_no_call_with_a_short_deadline(
     redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, "svc_async.fleet")
+    caplog.set_level(logging.WARNING, "svc_async")
     fake = FakeService(seed=1)
     async with Client(
         "http://fake.invalid", token=TOKEN, transport=fake.transport(), fleet=redis_server.url
@@ -292,7 +297,7 @@ async def test_a_stalled_store_fails_no_call_with_a_short_deadline(
 async def test_a_caller_out_of_time_never_marks_the_store_down(
     redis_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, "svc_async.fleet")
+    caplog.set_level(logging.WARNING, "svc_async")
     fake = FakeService(seed=1)
     async with Client(
         "http://fake.invalid", token=TOKEN, transport=fake.transport(), fleet=redis_url
@@ -489,7 +494,7 @@ async def test_a_fleet_client_alone_wakes_on_its_accounts_deliveries(redis_url: 
 
 @pytest.mark.slow
 def test_a_fleet_loads_of_opentelemetry_only_what_redis_py_loads() -> None:
-    report = "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry', 'svc_async.tracing'))))"
+    report = "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry', 'svc_async._pipeline.tracing'))))"
     redis_alone = "import sys, redis.asyncio\n" + report
     fleet = (
         "import sys, asyncio\n"
@@ -508,7 +513,7 @@ def test_a_fleet_loads_of_opentelemetry_only_what_redis_py_loads() -> None:
         for code in (redis_alone, fleet)
     ]
     assert outs[0] == outs[1]  # nothing beyond redis-py's own imports
-    assert "svc_async.tracing" not in outs[1]
+    assert "svc_async._pipeline.tracing" not in outs[1]
 
 
 # ------------------------------------------------------------ an empty restart loses nothing
@@ -518,7 +523,7 @@ def test_a_fleet_loads_of_opentelemetry_only_what_redis_py_loads() -> None:
 async def test_deliveries_lost_by_an_empty_restart_are_added_again(
     redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, "svc_async.fleet")
+    caplog.set_level(logging.INFO, "svc_async")
     runs: list[int] = []
     front = WebhookReceiver("s", fleet=redis_server.url, claim_after=0.3)  # runs nothing
     async with front:
@@ -540,7 +545,7 @@ async def test_a_delivery_lost_in_a_failover_is_added_again(
 ) -> None:
     # A failover can lose the last writes while older keys survive on the new master: the
     # job's order says "not settled" and its entry is gone from the stream.
-    caplog.set_level(logging.INFO, "svc_async.fleet")
+    caplog.set_level(logging.INFO, "svc_async")
     runs: list[int] = []
     async with WebhookReceiver("s", fleet=redis_url, claim_after=0.3) as front:
         assert await front.accept(_status(1, "Matching"))

@@ -11,9 +11,9 @@ import redis.asyncio as aioredis
 
 from svc_async.clock import SYSTEM_CLOCK
 from svc_async.fleet.store import Store
-from svc_async.fleet.wake import JobWake
-from svc_async.fleet.webhooks import FleetDeliveries
 from svc_async.retry import RetryPolicy
+from svc_async.webhooks.redis import FleetDeliveries
+from svc_async.webhooks.wake import JobWake
 
 from .redis_server import RedisServer
 

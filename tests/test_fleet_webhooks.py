@@ -13,7 +13,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from svc_async.webhooks import JobStatusUpdate, WebhookReceiver, parse_delivery
+from svc_async.webhooks.receiver import JobStatusUpdate, WebhookReceiver, parse_delivery
 
 from .redis_server import free_port
 
@@ -217,7 +217,7 @@ async def test_with_the_store_away_deliveries_are_handled_here_with_one_warning(
 ) -> None:
     import logging
 
-    caplog.set_level(logging.WARNING, "svc_async.fleet")
+    caplog.set_level(logging.WARNING, "svc_async")
     runs: list[int] = []
     async with WebhookReceiver("s", fleet=f"redis://127.0.0.1:{free_port()}/0") as receiver:
         receiver.on_status_update(lambda u: runs.append(u.job_id))

@@ -28,7 +28,7 @@ from svc_async import (
     TransportError,
     json_response,
 )
-from svc_async._headers import SendableHeaders, header_problem
+from svc_async._core.headers import SendableHeaders, header_problem
 from svc_async.auth import AuthFlow
 
 from .conftest import load, serve_app
@@ -199,8 +199,8 @@ async def test_the_clients_headers_are_checked_once_not_on_every_request(
         scanned.append(headers)
         return header_problem(headers)
 
-    monkeypatch.setattr("svc_async.pipeline.header_problem", spy)
-    monkeypatch.setattr("svc_async.transport.header_problem", spy)
+    monkeypatch.setattr("svc_async._pipeline.run.header_problem", spy)
+    monkeypatch.setattr("svc_async._transports.base.header_problem", spy)
     transport = MockTransport(lambda r: json_response(load("get-verification-job.response.json")))
     async with Client("https://v.example", token="t", transport=transport) as svc:
         for _ in range(3):

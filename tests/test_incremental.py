@@ -15,14 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from svc_async import AiohttpTransport, Client, _incremental
+from svc_async import AiohttpTransport, Client
 from svc_async import models as m
-from svc_async._incremental import ArraySplitter, Sliced, StreamDecode, structure_chunks
+from svc_async._pipeline import incremental as _incremental
+from svc_async._pipeline.incremental import ArraySplitter, Sliced, StreamDecode, structure_chunks
+from svc_async._pipeline.run import decode_json
+from svc_async._transports.base import Response
 from svc_async.converter import structure, unstructure
 from svc_async.errors import ConnectionLostError, ResponseDecodeError, ResponseTooLargeError
-from svc_async.pipeline import decode_json
 from svc_async.resources.entries import parse_entries
-from svc_async.transport import Response
 
 from .conftest import FIXTURES, serve_app
 from .test_converter_roundtrip import entries as entry_strategy

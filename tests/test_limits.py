@@ -19,9 +19,9 @@ from svc_async import (
     Request,
     Response,
     ResponseTooLargeError,
-    _incremental,
     json_response,
 )
+from svc_async._pipeline import incremental as _incremental
 from svc_async.testing import FakeService
 
 from .bombs import gzip_bomb

@@ -8,8 +8,8 @@ import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from svc_async import Pacer
+from svc_async._pipeline.ratelimit import _READ_EVERY as READ_EVERY
 from svc_async.errors import PacingExceedsDeadline
-from svc_async.ratelimit import _READ_EVERY as READ_EVERY
 
 
 def _headers(limit: int, remaining: int, reset: float) -> CIMultiDictProxy[str]:

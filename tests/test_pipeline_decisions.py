@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from svc_async._pipeline.run import Action, Decision, decide, outcome_of
 from svc_async.errors import (
     APIError,
     ConnectError,
@@ -19,7 +20,6 @@ from svc_async.errors import (
     TransportError,
     error_class_for,
 )
-from svc_async.pipeline import Action, Decision, decide, outcome_of
 from svc_async.retry import RetryBudget, RetryPolicy
 
 POLICY = RetryPolicy(attempts=4, max_server_wait=60.0)

@@ -32,10 +32,10 @@ from svc_async import (
     RetryPolicy,
     json_response,
 )
+from svc_async._transports.base import AiohttpTransport
 from svc_async.auth import BearerAuth, HeaderAuth
 from svc_async.testing import FakeService, VirtualClock
 from svc_async.testing.faults import FaultConfig
-from svc_async.transport import AiohttpTransport
 
 from .conftest import load, serve_app
 from .test_examples import example_request
@@ -600,7 +600,7 @@ async def test_ids_stay_exact_integers(big: int) -> None:
     async with Client("https://v.example", token="t", transport=transport) as svc:
         got = await svc.jobs.get(7)
     assert got.id == big and isinstance(got.id, int)
-    from svc_async.pipeline import decode_json
+    from svc_async._pipeline.run import decode_json
 
     assert decode_json(Response(200, {}, b'{"n": 123456789012345678901234567890}')) == {
         "n": 123456789012345678901234567890
@@ -645,7 +645,7 @@ async def test_a_closed_client_does_not_warn() -> None:
 
 async def test_a_stream_decoder_gets_the_2xx_body_unread_and_errors_stay_errors() -> None:
     from svc_async import NotFoundError
-    from svc_async.transport import StreamResponse
+    from svc_async._transports.base import StreamResponse
 
     def handler(request: Request) -> Response:
         if request.url.path.endswith("/missing"):

@@ -21,9 +21,9 @@ from svc_async import (
     Timeout,
     json_response,
 )
+from svc_async._pipeline.run import _NO_DATA, Ambiguous, Call, CallWatch, _outcome, run
 from svc_async.auth import AccountRequest, AuthFlow
 from svc_async.errors import ResponseDecodeError, SvcError
-from svc_async.pipeline import _NO_DATA, Ambiguous, Call, CallWatch, _outcome, run
 
 API = "https://verify.example"
 ACCOUNT = "https://account.example"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from svc_async import ratelimit
-from svc_async.ratelimit import _RateHeaders, parse_rate_limit
+from svc_async._pipeline import ratelimit
+from svc_async._pipeline.ratelimit import _RateHeaders, parse_rate_limit
 
 DATE = "Mon, 23 Nov 2026 12:00:00 GMT"
 DATE_EPOCH = 1_795_435_200.0  # DATE as an epoch time

@@ -63,7 +63,7 @@ async def test_an_error_without_an_answer_carries_the_id_sent(no_backoff: Any) -
 
 
 async def test_the_debug_line_names_the_id(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, "svc_async.pipeline")
+    caplog.set_level(logging.DEBUG, "svc_async._pipeline.run")
     async with FakeService(seed=1) as fake, fake.serve() as url:
         async with Client(url, token=FakeService.DEFAULT_TOKEN) as svc:
             await svc.seasons.list()

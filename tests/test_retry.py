@@ -186,7 +186,7 @@ def test_partial_jitter_draws_only_the_top_fraction_of_each_ceiling() -> None:
 
 
 def test_retry_and_poll_policies_speak_the_same_backoff_words() -> None:
-    from svc_async.polling import PollPolicy
+    from svc_async.resources.polling import PollPolicy
 
     words = {"wait_initial", "wait_exp_base", "wait_max", "wait_jitter", "timeout"}
     assert words <= {f.name for f in attrs.fields(RetryPolicy)}

@@ -12,7 +12,7 @@ import pytest
 
 from svc_async import converter
 from svc_async import models as m
-from svc_async._incremental import structure_chunks
+from svc_async._pipeline.incremental import structure_chunks
 from svc_async.errors import ResponseDecodeError
 
 from .test_incremental import big_body, chunked

@@ -27,7 +27,7 @@ from svc_async import (
     SyncState,
     json_response,
 )
-from svc_async.sync import DEFAULT_MARGIN, advance
+from svc_async.resources.sync import DEFAULT_MARGIN, advance
 from svc_async.testing import FakeClock, FakeService
 
 API = "http://svc.test"

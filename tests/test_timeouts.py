@@ -27,8 +27,8 @@ from svc_async import (
     Timeout,
     json_response,
 )
+from svc_async._pipeline.run import Call
 from svc_async.errors import ServerError
-from svc_async.pipeline import Call
 from svc_async.resources._base import CallOptions, Send
 
 from .conftest import serve_app

@@ -217,7 +217,7 @@ def test_without_tracing_nothing_of_opentelemetry_is_imported() -> None:
         "    async with Client('https://a.example', token='t', transport=t) as svc:\n"
         "        await svc.seasons.list()\n"
         "asyncio.run(main())\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry', 'svc_async.tracing'))))\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry', 'svc_async._pipeline.tracing'))))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
@@ -229,7 +229,7 @@ def test_tracing_without_the_extra_says_which_extra_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if it were not installed
-    monkeypatch.delitem(sys.modules, "svc_async.tracing", raising=False)
+    monkeypatch.delitem(sys.modules, "svc_async._pipeline.tracing", raising=False)
     with pytest.raises(ImportError, match=r"pip install 'svc-async\[otel\]'"):
         Client("https://a.example", token="t", tracing=True)
 

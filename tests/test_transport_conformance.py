@@ -47,11 +47,11 @@ from svc_async import (
     Transport,
     TransportError,
 )
-from svc_async._decide import Action, decide, outcome_of
-from svc_async._proxy import Proxies, bypassed
+from svc_async._pipeline.decide import Action, decide, outcome_of
+from svc_async._transports.base import StreamingTransport
+from svc_async._transports.proxy import Proxies, bypassed
 from svc_async.retry import RetryBudget
 from svc_async.testing import FakeService
-from svc_async.transport import StreamingTransport
 
 from .bombs import gzip_bomb
 from .conftest import serve_app
@@ -865,7 +865,7 @@ def test_proxy_settings_are_checked_and_never_show_credentials(
     assert route is not None and str(route.url) == "http://proxy.example:3128"
     assert route.headers == {"Proxy-Authorization": "Basic dTpzM2NyZXQ="}
     proxy_env(HTTPS_PROXY="proxy.example:3128", HTTP_PROXY="socks5://h:1", NO_PROXY=".corp")
-    with caplog.at_level("WARNING", logger="svc_async._proxy"):
+    with caplog.at_level("WARNING", logger="svc_async._transports.proxy"):
         env = Proxies.configure(None, trust_env=True)
     assert "HTTP_PROXY must be an http:// or https:// proxy URL" in caplog.text
     assert env is not None

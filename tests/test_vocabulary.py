@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 import svc_async
-import svc_async.bulk
 import svc_async.client
-import svc_async.downloads
+import svc_async.resources.bulk
+import svc_async.resources.downloads
 import svc_async.types
 from svc_async import Client, MockTransport, Request, Response, json_response
 
@@ -39,8 +39,8 @@ def test_progress_and_timeout_aliases_are_defined_in_one_module_only() -> None:
 
 def test_the_old_homes_of_the_names_give_the_same_alias() -> None:
     assert svc_async.Progress is svc_async.types.Progress
-    assert svc_async.downloads.Progress is svc_async.types.Progress
-    assert svc_async.bulk.Progress is svc_async.types.Progress
+    assert svc_async.resources.downloads.Progress is svc_async.types.Progress
+    assert svc_async.resources.bulk.Progress is svc_async.types.Progress
     assert svc_async.TimeoutArg is svc_async.client.TimeoutArg is svc_async.types.TimeoutArg
 
 
@@ -107,4 +107,4 @@ def test_every_sdk_logger_is_named_after_its_module() -> None:
                 if arg != "__name__":
                     named.append((str(path.relative_to(PACKAGE)), arg))
     # The documented pacing channel is the one logger whose name is part of the API.
-    assert named == [("ratelimit.py", "'svc_async.pacing'")]
+    assert named == [("_pipeline/ratelimit.py", "'svc_async.pacing'")]

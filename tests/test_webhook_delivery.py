@@ -19,14 +19,14 @@ import orjson
 import pytest
 
 from svc_async import RetryPolicy
-from svc_async._webhook_delivery import (
+from svc_async.webhooks.delivery import (
     DeliveryJob,
     DeliveryKey,
     LocalDispatcher,
     MemoryLedger,
     delivery_key,
 )
-from svc_async.webhooks import (
+from svc_async.webhooks.receiver import (
     DEFAULT_CALLBACK_RETRY,
     DEFAULT_PATH,
     JobStatusUpdate,

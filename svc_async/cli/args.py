@@ -8,7 +8,7 @@ import re
 import sys
 from typing import NoReturn
 
-from .._validate import MAX_PAGE_SIZE
+from .._core.validate import MAX_PAGE_SIZE
 from .._version import __version__
 from ..models import CURRENT_JOB_STATUSES
 

@@ -15,7 +15,7 @@ from typing import Any
 from ..client import Client
 from ..converter import unstructure
 from ..models import Event, JobRequest, LicenseDetails, VerificationJob
-from ..polling import PollPolicy
+from ..resources.polling import PollPolicy
 from .render import Renderer, Styled
 from .views import (
     entries_table,

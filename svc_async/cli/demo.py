@@ -48,7 +48,7 @@ from ..models import (
     OutputFileStatus,
     VerificationJob,
 )
-from ..polling import PollPolicy
+from ..resources.polling import PollPolicy
 from ..testing import FakeService
 from .args import DEFAULT_DEMO_DELAY, add_demo_options
 from .exit_codes import ExitCode, describe, exit_code_for

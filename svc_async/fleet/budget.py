@@ -38,9 +38,9 @@ from typing import Any
 
 import attrs
 
+from .._pipeline.ratelimit import Pacer, Wakeup, parse_rate_limit
 from ..errors import PacingExceedsDeadline
 from ..models import RateLimit
-from ..ratelimit import Pacer, Wakeup, parse_rate_limit
 from ..retry import parse_retry_after
 from .keys import Keys
 from .store import Store
@@ -190,7 +190,7 @@ class _Grant:
 class FleetPacer:
     """Pacing from the account's budget in Redis; the local ``Pacer`` when it is away.
 
-    Satisfies ``svc_async.ratelimit.Pacing``, so the pipeline uses it like the local one.
+    Satisfies ``svc_async._pipeline.ratelimit.Pacing``, so the pipeline uses it like the local one.
     """
 
     def __init__(self, store: Store, namespace: str, local: Pacer | None = None) -> None:

@@ -76,3 +76,10 @@ class Keys:
     def channel(self) -> str:
         """Pub/sub channel: job wake-ups (``"<job id> <status>"``)."""
         return self.prefix + "jobs:status"
+
+
+def scope_for(account: str | None, secret: bytes) -> str:
+    """The namespace of a receiver's deliveries: the account's, else the secret's."""
+    if account is not None:
+        return account_namespace("account", account)
+    return account_namespace("webhook-secret", secret.hex())

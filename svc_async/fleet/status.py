@@ -242,7 +242,7 @@ def client_namespace(base_url: str, *, token: str | None = None, auth: Any = Non
 def webhook_namespace(secret: str) -> str:
     """The namespace of a ``WebhookReceiver`` without an account name: the one of its
     deliveries that came with ``secret`` (each secret of a rotation has its own)."""
-    from .webhooks import scope_for
+    from .keys import scope_for
 
     if not isinstance(secret, str) or not secret:
         raise ValueError("webhook_secret must be a non-empty string")

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, Required, TypedDict, U
 from ..types import AttemptTimeoutArg, TimeoutArg
 
 if TYPE_CHECKING:
+    from .._pipeline.run import Decoder, StreamDecoder
     from ..clock import Clock
-    from ..pipeline import Decoder, StreamDecoder
     from ..retry import RetryPolicy
 
 

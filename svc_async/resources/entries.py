@@ -7,8 +7,8 @@ import datetime as dt
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from .. import _validate as v
-from .._incremental import Sliced, StreamDecode
+from .._core import validate as v
+from .._pipeline.incremental import Sliced, StreamDecode
 from ..converter import format_timestamp, structure
 from ..models import Entry
 from ..retry import RetryPolicy
@@ -18,10 +18,10 @@ from ._base import Resource
 if TYPE_CHECKING:  # bulk and sync load on first use, to keep `import svc_async` light
     from collections.abc import Callable
 
-    from ..bulk import EntryBatch
-    from ..pipeline import ResponseMeta
-    from ..sync import SyncResult, SyncState
+    from .._pipeline.run import ResponseMeta
     from ..types import Progress
+    from .bulk import EntryBatch
+    from .sync import SyncResult, SyncState
 
 EVENT_PATH = "/api/public/v1/event/{id}/entries"
 SEASON_PATH = "/api/public/v1/season/{id}/entries"
@@ -188,7 +188,7 @@ class Entries(Resource):
         loop early cancels the requests in flight; use ``contextlib.aclosing`` to have
         that happen at once rather than when the generator is garbage-collected.
         """
-        from ..bulk import entry_batches
+        from .bulk import entry_batches
 
         return entry_batches(
             self._fetch_event_entries,
@@ -213,7 +213,7 @@ class Entries(Resource):
         progress: Progress | Callable[[int, int], object] | None = None,
     ) -> AsyncGenerator[EntryBatch, None]:
         """Entries of many seasons, as ``for_events`` (batches carry ``season_id``)."""
-        from ..bulk import entry_batches
+        from .bulk import entry_batches
 
         return entry_batches(
             self._fetch_season_entries,
@@ -240,9 +240,9 @@ class Entries(Resource):
         ``state`` None fetches everything. Returns the new or updated entries per event
         and the next ``state`` (``state.to_json()`` / ``SyncState.from_json``).
         Watermarks come from the server's ``Date`` header minus ``margin``, never the
-        local clock (``margin`` defaults to two minutes); see ``svc_async.sync``.
+        local clock (``margin`` defaults to two minutes); see ``svc_async.resources.sync``.
         """
-        from ..sync import DEFAULT_MARGIN, sync_entries
+        from .sync import DEFAULT_MARGIN, sync_entries
 
         return await sync_entries(
             self._fetch_event,

@@ -6,13 +6,13 @@ import builtins
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
-from .. import _validate as v
+from .._core import validate as v
 from ..converter import structure
 from ..models import Event
-from ..pagination import iter_offset
 from ..retry import RetryPolicy
 from ..types import AttemptTimeoutArg, TimeoutArg
 from ._base import Resource
+from .pagination import iter_offset
 
 PATH = "/api/public/v1/event"
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from .. import _validate as v
+from .._core import validate as v
+from .._pipeline.run import Ambiguous, deadline_scope
 from ..converter import structure, unstructure
 from ..errors import AmbiguousCreateError, SvcError
 from ..models import (
@@ -25,14 +26,13 @@ from ..models import (
     JobSearchResults,
     VerificationJob,
 )
-from ..pagination import iter_counted
-from ..pipeline import Ambiguous, deadline_scope
 from ..retry import RetryPolicy
 from ..types import AttemptTimeoutArg, TimeoutArg
 from ._base import Resource
+from .pagination import iter_counted
 
 if TYPE_CHECKING:  # the poller loads on first use, to keep `import svc_async` light
-    from ..polling import JobIds, OnStatus, PollPolicy
+    from .polling import JobIds, OnStatus, PollPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -382,7 +382,7 @@ class Jobs(Resource):
 
         return iter_counted(page, size, workers)
 
-    # Waiting for verdicts: thin wrappers over svc_async.polling.
+    # Waiting for verdicts: thin wrappers over svc_async.resources.polling.
 
     async def wait(
         self,
@@ -401,7 +401,7 @@ class Jobs(Resource):
         carries the last snapshot. ``on_status`` (sync or async) sees each status change.
         With ``Client(webhooks=receiver)`` the wait wakes on the job's webhook delivery.
         """
-        from .. import polling
+        from . import polling
 
         return await polling.wait_for_job(
             self, job_id, timeout=timeout, policy=policy, on_status=on_status
@@ -419,7 +419,7 @@ class Jobs(Resource):
 
         ``timeout`` bounds the wait (seconds from the moment the job was created).
         """
-        from .. import polling
+        from . import polling
 
         return await polling.create_and_wait(
             self, request, timeout=timeout, policy=policy, on_status=on_status
@@ -437,7 +437,7 @@ class Jobs(Resource):
 
         ``timeout`` bounds the whole wait for all of them.
         """
-        from .. import polling
+        from . import polling
 
         return polling.wait_many(self, job_ids, tag=tag, policy=policy, timeout=timeout)
 
@@ -452,6 +452,6 @@ class Jobs(Resource):
 
         ``timeout`` bounds the whole watch.
         """
-        from .. import polling
+        from . import polling
 
         return polling.watch(self, job_id, policy=policy, timeout=timeout)

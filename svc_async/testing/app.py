@@ -16,8 +16,7 @@ import attrs
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from ..errors import ConnectionLostError, RequestTimeout, TransportError
-from ..transport import (
+from .._transports.base import (
     DEFAULT_MAX_BODY,
     Request,
     Response,
@@ -26,6 +25,7 @@ from ..transport import (
     capped_body,
     capped_chunks,
 )
+from ..errors import ConnectionLostError, RequestTimeout, TransportError
 from .wire import Outcome, RawRequest
 
 __all__ = ["InProcessTransport", "make_app"]

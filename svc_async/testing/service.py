@@ -18,8 +18,8 @@ from typing import Any
 from aiohttp import web
 from multidict import CIMultiDict
 
+from .._transports.base import DEFAULT_MAX_BODY
 from ..clock import Clock
-from ..transport import DEFAULT_MAX_BODY
 from .app import InProcessTransport, make_app
 from .clock import FakeClock
 from .core import ServiceCore, Settings

@@ -30,10 +30,10 @@ from typing import Any, Literal, TypeVar
 
 import attrs
 
-from . import _validate as v
-from .errors import ClientClosedError, SvcError, WrongEventLoopError
-from .models import Entry
-from .types import Progress
+from .._core import validate as v
+from ..errors import ClientClosedError, SvcError, WrongEventLoopError
+from ..models import Entry
+from ..types import Progress
 
 R = TypeVar("R")
 

@@ -18,10 +18,10 @@ import random
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
-from .clock import SYSTEM_CLOCK, Clock
-from .errors import PacingExceedsDeadline
-from .models import RateLimit
-from .retry import parse_reset, parse_retry_after
+from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import PacingExceedsDeadline
+from ..models import RateLimit
+from ..retry import parse_reset, parse_retry_after
 
 _PROBE_WAIT = 1.0
 """Longest the first call of a client holds the others while it learns the budget."""

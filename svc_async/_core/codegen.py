@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from .errors import LeafError
+from ..errors import LeafError
 
 
 def describe(value: Any) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from .errors import (
+from ..errors import (
     APIError,
     ConnectError,
     LocalProtocolError,
@@ -23,7 +23,7 @@ from .errors import (
     SvcError,
     TransportError,
 )
-from .retry import RetryBudget, RetryPolicy, server_wait
+from ..retry import RetryBudget, RetryPolicy, server_wait
 
 __all__ = ["RENEW", "RETURN", "Action", "Decision", "Outcome", "decide", "outcome_of"]
 

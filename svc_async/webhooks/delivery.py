@@ -22,10 +22,10 @@ from typing import Any, Protocol
 import attrs
 import orjson
 
-from ._webhook_payloads import Delivery, JobStatusUpdate, OutputFileUpdate
-from .clock import SYSTEM_CLOCK, Clock, wait_tasks
-from .models import Entry
-from .retry import RetryPolicy
+from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
+from ..models import Entry
+from ..retry import RetryPolicy
+from .payloads import Delivery, JobStatusUpdate, OutputFileUpdate
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class DeliveryKey:
 
 def _entry_digest(entry: Entry) -> str:
     """A short digest of an entry's content, to tell a re-delivery from a new change."""
-    from .converter import unstructure
+    from ..converter import unstructure
 
     try:
         raw = orjson.dumps(unstructure(entry), option=orjson.OPT_SORT_KEYS)

@@ -19,7 +19,7 @@ import asyncio
 import math
 import time
 
-from .clock import running_loop
+from ..clock import running_loop
 
 __all__ = ["Cut", "Cutoffs"]
 

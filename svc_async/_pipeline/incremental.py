@@ -30,12 +30,12 @@ from typing import Any, TypeVar
 
 import orjson
 
-from ._exact_json import has_long_number
-from .converter import structure, structuring_step
-from .errors import ResponseDecodeError
-from .pipeline import decode_json, read_exactly
-from .redact import redact_text
-from .transport import Response, StreamResponse
+from .._core.exact_json import has_long_number
+from .._transports.base import Response, StreamResponse
+from ..converter import structure, structuring_step
+from ..errors import ResponseDecodeError
+from ..redact import redact_text
+from .run import decode_json, read_exactly
 
 T = TypeVar("T")
 

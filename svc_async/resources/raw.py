@@ -24,14 +24,14 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from ._answers import REPLIES, Reply
+from .._pipeline.answers import REPLIES, Reply
 
 if TYPE_CHECKING:
-    from .resources.entries import Entries
-    from .resources.events import Events
-    from .resources.jobs import Jobs
-    from .resources.orgs import Orgs
-    from .resources.seasons import Seasons
+    from .entries import Entries
+    from .events import Events
+    from .jobs import Jobs
+    from .orgs import Orgs
+    from .seasons import Seasons
 
 __all__ = ["RawResponses", "with_reply"]
 

@@ -35,14 +35,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
+from ..converter import format_timestamp, parse_timestamp
+from ..errors import SvcError
+from ..models import Entry
+from ..webhooks.payloads import EntryUpdate
 from . import bulk
-from ._webhook_payloads import EntryUpdate
-from .converter import format_timestamp, parse_timestamp
-from .errors import SvcError
-from .models import Entry
 
 if TYPE_CHECKING:
-    from .pipeline import ResponseMeta
+    from .._pipeline.run import ResponseMeta
 
 FetchEvent = Callable[
     [int, "dt.datetime | None"], Awaitable["tuple[builtins.list[Entry], ResponseMeta | None]"]

@@ -19,9 +19,9 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from .._webhook_payloads import JobStatusUpdate, parse_status_update
 from ..errors import WebhookPayloadError
-from .store import Store, cancel_and_wait
+from ..fleet.store import Store, cancel_and_wait
+from .payloads import JobStatusUpdate, parse_status_update
 
 logger = logging.getLogger(__name__)
 

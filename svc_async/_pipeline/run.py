@@ -39,13 +39,19 @@ import orjson
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy, istr
 
-from ._answers import REPLIES, Reply, ResponseMeta, api_error, decode_json, read_exactly
-from ._decide import RENEW, RETURN, Action, Decision, Outcome, decide, outcome_of
-from ._headers import SendableHeaders, header_problem
-from .auth import AccountRequest, Auth, secrets_of
-from .clock import SYSTEM_CLOCK, Clock
-from .cutoff import Cutoffs
-from .errors import (
+from .._core.headers import SendableHeaders, header_problem
+from .._transports.base import (
+    Request,
+    Response,
+    StreamingTransport,
+    StreamResponse,
+    Timeout,
+    Transport,
+)
+from .._transports.cutoff import Cutoffs
+from ..auth import AccountRequest, Auth, secrets_of
+from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import (
     AuthenticationError,
     ClientClosedError,
     PacingExceedsDeadline,
@@ -55,11 +61,12 @@ from .errors import (
     SvcError,
     TransportError,
 )
-from .models import RateLimit
+from ..models import RateLimit
+from ..redact import redact_text, redact_url
+from ..retry import RetryBudget, RetryPolicy
+from .answers import REPLIES, Reply, ResponseMeta, api_error, decode_json, read_exactly
+from .decide import RENEW, RETURN, Action, Decision, Outcome, decide, outcome_of
 from .ratelimit import Pacing, parse_rate_limit
-from .redact import redact_text, redact_url
-from .retry import RetryBudget, RetryPolicy
-from .transport import Request, Response, StreamingTransport, StreamResponse, Timeout, Transport
 
 __all__ = [
     "RENEW",
@@ -316,7 +323,7 @@ class Env:
     cutoffs: Cutoffs = attrs.field(factory=Cutoffs)
     """The sends the pipeline cuts off itself (when the transport does not)."""
     observers: tuple[CallObserver, ...] = ()
-    """Who hears every call's steps (``svc_async.tracing``, event hooks)."""
+    """Who hears every call's steps (``svc_async._pipeline.tracing``, event hooks)."""
     clock: Clock = SYSTEM_CLOCK
     """Deadlines, backoff sleeps and ``Retry-After`` dates are read on this clock."""
     seen: Seen = attrs.field(default=attrs.Factory(lambda env: Seen(env.clock), takes_self=True))

@@ -9,7 +9,7 @@ from typing import Any
 
 import yarl
 
-from ._headers import FORBIDDEN
+from .headers import FORBIDDEN
 
 MAX_PAGE_SIZE = 100
 """The service's largest accepted ``limit``."""

@@ -31,18 +31,16 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from ._proxy import Proxies, Route, proxy_refused, proxy_unreachable
-from .clock import running_loop
-from .cutoff import Cutoffs
-from .errors import (
+from ..clock import running_loop
+from ..errors import (
     ConnectError,
     ConnectionLostError,
     ConnectTimeout,
     RequestTimeout,
     TransportError,
 )
-from .redact import redact_text, redact_url
-from .transport import (
+from ..redact import redact_text, redact_url
+from .base import (
     _CONNECT_REASONS,
     DEFAULT_MAX_BODY,
     Request,
@@ -53,6 +51,8 @@ from .transport import (
     _check_headers,
     _raised_instead,
 )
+from .cutoff import Cutoffs
+from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
 
 __all__ = ["HttpxTransport"]
 

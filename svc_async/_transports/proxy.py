@@ -27,8 +27,8 @@ from typing import Any
 
 import yarl
 
-from .errors import ProxyError
-from .redact import redact_text, redact_url
+from ..errors import ProxyError
+from ..redact import redact_text, redact_url
 
 __all__ = ["Proxies", "Route", "bypassed", "proxy_refused", "proxy_unreachable"]
 

@@ -29,9 +29,15 @@ import attrs
 import yarl
 from aiohttp.web_log import AccessLogger
 
-from . import _validate
-from ._webhook_body import BodyRefused, read_body
-from ._webhook_delivery import (
+from .._core import validate as _validate
+from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
+from ..errors import WebhookPayloadError, WebhookVerificationError
+from ..fleet import fleet_url
+from ..redact import redact_url
+from ..resources.sync import feed_sync_state
+from ..retry import RetryPolicy
+from .body import BodyRefused, read_body
+from .delivery import (
     DeliveryDispatcher,
     DeliveryJob,
     DeliveryKey,
@@ -39,7 +45,7 @@ from ._webhook_delivery import (
     MemoryLedger,
     delivery_key,
 )
-from ._webhook_payloads import (
+from .payloads import (
     Delivery,
     EntryCallback,
     EntryUpdate,
@@ -53,12 +59,6 @@ from ._webhook_payloads import (
     parse_output_file,
     parse_status_update,
 )
-from .clock import SYSTEM_CLOCK, Clock, wait_tasks
-from .errors import WebhookPayloadError, WebhookVerificationError
-from .fleet import fleet_url
-from .redact import redact_url
-from .retry import RetryPolicy
-from .sync import feed_sync_state
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -205,7 +205,7 @@ class WebhookReceiver:
     callback attempts run (default: the system clock).
 
     ``fleet`` (default ``SVC_FLEET_URL``), a Redis URL, makes replicas act as one
-    (``svc_async.fleet.webhooks``): deduplicated fleet-wide over the last ``dedupe_size``
+    (``svc_async.webhooks.redis``): deduplicated fleet-wide over the last ``dedupe_size``
     deliveries within ``dedupe_window`` seconds, callbacks run by one replica that has
     them (a crashed one's taken over after ``claim_after`` seconds; a live one's never),
     in order per job, and ``jobs.wait`` woken in every process. Replicas that share a
@@ -261,7 +261,7 @@ class WebhookReceiver:
         fleet = fleet_url(fleet)
         if fleet is not None:
             # Replicas act as one: a shared ledger, streams of deliveries, job wake-ups.
-            from .fleet.webhooks import FleetDeliveries
+            from .redis import FleetDeliveries
 
             self._fleet = FleetDeliveries(
                 fleet,

@@ -4,7 +4,7 @@ A job status update ``{id, status}``, an entry update ``{entry, eventId}`` or
 ``{entry, seasonId}`` (the full Entry), and an output file (``{id, verificationJobId,
 status, downloadURL, ...}``). Ids are read exactly: orjson turns an integer beyond 64 bits
 into a float, so a body with such a number is decoded again by the standard library.
-``svc_async.webhooks`` re-exports every public name.
+``svc_async.webhooks.receiver`` re-exports every public name.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 import attrs
 import orjson
 
-from ._exact_json import has_long_number, loads_exact, too_deep
-from .errors import ResponseDecodeError, WebhookPayloadError
-from .models import Entry, JobStatus, OutputFile
+from .._core.exact_json import has_long_number, loads_exact, too_deep
+from ..errors import ResponseDecodeError, WebhookPayloadError
+from ..models import Entry, JobStatus, OutputFile
 
 _JOB_STATUSES = {s.value: s for s in JobStatus}
 
@@ -167,7 +167,7 @@ def _structured(data: Any, tp: type[Any], field: str) -> Any:
     if not isinstance(data, Mapping):
         what = "missing" if data is None else f"not an object ({type(data).__name__})"
         raise WebhookPayloadError(f"webhook field {field!r} is {what}")
-    from .converter import structure
+    from ..converter import structure
 
     try:
         return structure(dict(data), tp)

@@ -26,17 +26,17 @@ from typing import IO, Any
 import attrs
 import yarl
 
-from .errors import (
+from .._pipeline.run import Call, Env, StreamDecoder, run
+from .._transports.base import Response, StreamingTransport, StreamResponse, Timeout
+from ..errors import (
     PermissionDeniedError,
     RedirectError,
     SignedURLExpired,
     TransportError,
 )
-from .pipeline import Call, Env, StreamDecoder, run
-from .redact import redact_url
-from .retry import RetryPolicy
-from .transport import Response, StreamingTransport, StreamResponse, Timeout
-from .types import Progress as Progress  # the old home of the name still works
+from ..redact import redact_url
+from ..retry import RetryPolicy
+from ..types import Progress as Progress  # the old home of the name still works
 
 CHUNK_SIZE = 256 * 1024
 MAX_REDIRECTS = 5

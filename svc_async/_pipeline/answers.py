@@ -14,13 +14,13 @@ from typing import Any, Generic, TypeVar
 import orjson
 import yarl
 
-from ._exact_json import has_long_number, loads_exact, too_deep
-from .errors import APIError, RateLimitError, ResponseDecodeError, error_class_for
-from .models import RateLimit
+from .._core.exact_json import has_long_number, loads_exact, too_deep
+from .._transports.base import Response
+from ..errors import APIError, RateLimitError, ResponseDecodeError, error_class_for
+from ..models import RateLimit
+from ..redact import redact_text, redact_url, redact_value
+from ..retry import server_wait
 from .ratelimit import parse_rate_limit
-from .redact import redact_text, redact_url, redact_value
-from .retry import server_wait
-from .transport import Response
 
 __all__ = ["Reply", "ResponseMeta", "api_error", "decode_json", "read_exactly"]
 

@@ -27,9 +27,10 @@ from typing import Protocol, TypeVar
 
 import attrs
 
-from . import _validate as v
-from .clock import Clock, until, within
-from .errors import (
+from .._core import validate as v
+from .._pipeline.run import deadline_scope
+from ..clock import Clock, until, within
+from ..errors import (
     BadRequestError,
     JobWaitTimeout,
     LocalProtocolError,
@@ -38,16 +39,15 @@ from .errors import (
     SvcError,
     TransportError,
 )
-from .models import (
+from ..models import (
     CURRENT_JOB_STATUSES,
     FINISHED_JOB_STATUSES,
     JobRequest,
     JobSearchResults,
     VerificationJob,
 )
-from .pipeline import deadline_scope
-from .retry import jittered
-from .webhooks import JobSubscription, WebhookReceiver
+from ..retry import jittered
+from ..webhooks.receiver import JobSubscription, WebhookReceiver
 
 logger = logging.getLogger(__name__)
 

@@ -23,13 +23,13 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
-from ._version import __version__
-from .errors import APIError, SvcError
-from .pipeline import Call
-from .redact import redact_text, redact_url
+from .._version import __version__
+from ..errors import APIError, SvcError
+from ..redact import redact_text, redact_url
+from .run import Call
 
 if TYPE_CHECKING:
-    from .transport import Request, Response
+    from .._transports.base import Request, Response
 
 __all__ = ["CallTracer", "call_tracer"]
 

@@ -35,7 +35,14 @@ from typing import Any
 import attrs
 import orjson
 
-from .._webhook_delivery import (
+from ..clock import Clock
+from ..converter import unstructure
+from ..errors import WebhookPayloadError
+from ..fleet.keys import GROUP, KINDS, Keys, scope_for
+from ..fleet.seal import Seal
+from ..fleet.store import Store, cancel_and_wait
+from ..retry import RetryPolicy
+from .delivery import (
     Attempt,
     DeliveryJob,
     DeliveryKey,
@@ -43,14 +50,7 @@ from .._webhook_delivery import (
     LocalDispatcher,
     MemoryLedger,
 )
-from .._webhook_payloads import Delivery, EntryUpdate, JobStatusUpdate, parse_delivery
-from ..clock import Clock
-from ..converter import unstructure
-from ..errors import WebhookPayloadError
-from ..retry import RetryPolicy
-from .keys import GROUP, KINDS, Keys, account_namespace
-from .seal import Seal
-from .store import Store, cancel_and_wait
+from .payloads import Delivery, EntryUpdate, JobStatusUpdate, parse_delivery
 from .wake import JobWake
 
 logger = logging.getLogger(__name__)
@@ -680,10 +680,3 @@ class FleetDeliveries:
         await self.dispatcher.aclose(timeout)
         await self.wake.aclose()
         await self.store.aclose()
-
-
-def scope_for(account: str | None, secret: bytes) -> str:
-    """The namespace of a receiver's deliveries: the account's, else the secret's."""
-    if account is not None:
-        return account_namespace("account", account)
-    return account_namespace("webhook-secret", secret.hex())
