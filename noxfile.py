@@ -23,10 +23,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff check and ruff format --check."""
-    session.install("ruff")
+    """ruff check, ruff format --check and the import contracts (lint-imports)."""
+    session.install("-e", ".", "ruff", "import-linter")
     session.run("ruff", "check", *LINTED)
     session.run("ruff", "format", "--check", *LINTED)
+    session.run("lint-imports", "--no-cache")
 
 
 @nox.session

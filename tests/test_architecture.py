@@ -1,8 +1,9 @@
-"""The import rules of ARCHITECTURE.md, checked: data flows one way and rooms keep to themselves.
+"""The house rules of ARCHITECTURE.md, checked: data flows one way and rooms keep to themselves.
 
-Imports are read from the source (at any depth, so lazy imports count). The table of what
-each lower room may import counts those that run; the house has no import circle at all,
-type-only imports (``if TYPE_CHECKING:``) included. Also checked: reach-ins into other
+The layering is pyproject.toml's import-linter contracts, run here as CI runs them. Imports
+are also read from the source (at any depth, so lazy imports count): the house has no
+import circle at all, type-only imports (``if TYPE_CHECKING:``) included, and no room
+imports another room's private names. Also checked: reach-ins into other
 packages' private parts (only ``_compat.py``), every timer and time read through the
 clock seam, and no switching of the process's garbage collector.
 """
@@ -11,9 +12,12 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -96,106 +100,80 @@ def _deps(name: str, *, runtime_only: bool = True) -> set[str]:
     return _imports(path, _module(path)[1], runtime_only=runtime_only) - {name}
 
 
-# Each lower room and exactly what it may import from the SDK at run time.
-ALLOWED = {
-    "_version": set(),
-    "_compat": set(),  # the reach-ins into aiohttp and asyncio, version-gated
-    "_headers": set(),
-    "_validate": {"_headers"},
-    "redact": set(),
-    "clock": {"_compat"},  # running_loop
-    "cutoff": {"clock"},
-    "retry": {"clock"},
-    "pagination": set(),
-    "errors": set(),  # not even under TYPE_CHECKING (test_no_import_circle_at_all)
-    "_codegen": {"errors"},
-    "models": {"_codegen"},  # the NO_EXTRA sentinel; nothing else
-    "converter": {"models", "_codegen", "errors"},
-    "_incremental": {"converter", "errors", "redact", "pipeline", "transport", "_exact_json"},
-    "transport": {"_compat", "_headers", "clock", "cutoff", "errors", "redact", "_proxy", "types"},
-    "_proxy": {"errors", "redact"},
-    "transport_httpx": {"_proxy", "clock", "cutoff", "errors", "redact", "transport"},
-    "types": set(),  # Timeout lives here, below the transport (which re-exports it)
-    "auth": {"errors", "_validate"},
-    "ratelimit": {"clock", "errors", "models", "retry"},
-    "_decide": {"errors", "retry"},
-    "_answers": {"_exact_json", "errors", "models", "ratelimit", "redact", "retry", "transport"},
-    "pipeline": {
-        "_answers",
-        "_decide",
-        "_exact_json",
-        "_headers",
-        "auth",
-        "clock",
-        "cutoff",
-        "errors",
-        "models",
-        "ratelimit",
-        "redact",
-        "retry",
-        "transport",
-    },
-    "invites": {"_validate"},
-    "downloads": {"errors", "pipeline", "redact", "retry", "transport", "types"},
-    "tracing": {"_version", "errors", "pipeline", "redact"},
-    "fleet": {"fleet.connect"},  # reads and checks the setting: redis loads below
-    "fleet.connect": set(),
-    "fleet.keys": set(),
-    "fleet.seal": set(),
-    "fleet.store": {"clock", "fleet.connect", "fleet.keys"},
-    "fleet.budget": {"errors", "models", "ratelimit", "retry", "fleet.keys", "fleet.store"},
-    "fleet.wake": {"_webhook_payloads", "errors", "fleet.store"},
-    "fleet.webhooks": {
-        "_webhook_delivery",
-        "_webhook_payloads",
-        "clock",
-        "converter",
-        "errors",
-        "retry",
-        "fleet.keys",
-        "fleet.seal",
-        "fleet.store",
-        "fleet.wake",
-    },
-    "fleet.status": {
-        "auth",
-        "errors",
-        "redact",
-        "fleet.connect",
-        "fleet.keys",
-        "fleet.store",
-        "fleet.webhooks",
-    },
-}
+def _lint_imports() -> list[str]:
+    """The ``lint-imports`` command of the environment running the tests."""
+    found = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    return [found or "lint-imports"]
 
 
-@pytest.mark.parametrize("name", sorted(ALLOWED))
-def test_each_lower_room_imports_only_what_it_may(name: str) -> None:
-    assert _deps(name) <= ALLOWED[name]
+@pytest.mark.slow
+def test_the_import_contracts_hold() -> None:
+    """The layering of pyproject.toml's ``[tool.importlinter]`` contracts, as CI runs it."""
+    run = subprocess.run(
+        [*_lint_imports(), "--no-cache"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "0 broken" in run.stdout
 
 
-def test_the_table_covers_rooms_that_exist() -> None:
-    assert set(ALLOWED) <= set(_sdk_files())
+@pytest.mark.slow
+def test_the_import_contracts_catch_an_upward_import(tmp_path: Path) -> None:
+    """The same kind of contract fails on a package whose lower layer imports a higher one."""
+    package = tmp_path / "house"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "high.py").write_text("from . import low\n")
+    (package / "low.py").write_text("def f():\n    from . import high\n")
+    (tmp_path / ".importlinter").write_text(
+        "[importlinter]\nroot_package = house\n\n"
+        "[importlinter:contract:layers]\nname = layers\ntype = layers\n"
+        "layers =\n    house.high\n    house.low\n"
+    )
+    run = subprocess.run(
+        [*_lint_imports(), "--no-cache"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 1, run.stdout
+    assert "house.low -> house.high" in run.stdout
+
+
+def test_at_most_fifteen_modules_sit_directly_in_the_package() -> None:
+    """The layers live in subpackages; the top holds the public modules and the client."""
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(top) <= 15, top
+
+
+def test_every_top_module_is_in_a_layer() -> None:
+    """The contracts name every room at the top (import-linter's ``exhaustive`` says it too,
+    but only when the contracts run)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    named = {part.strip() for layer in layers for part in layer.split("|")}
+    rooms = {path.stem for path in PACKAGE.glob("*.py")} | {
+        path.parent.name for path in PACKAGE.glob("*/__init__.py")
+    }
+    assert rooms - {"__init__"} <= named, rooms - named
+
+
+def _room(module: str) -> str:
+    """The room of a module: its first component under ``svc_async``."""
+    return module.split(".")[0]
 
 
 def test_the_sdk_never_imports_the_command_line_or_the_fake() -> None:
     for name in _sdk_files():
         deps = _deps(name, runtime_only=False)
         assert not {d for d in deps if d.split(".")[0] in ("cli", "testing")}, name
-
-
-def test_nothing_below_the_client_imports_it() -> None:
-    below = ["pipeline", "transport", "converter", "models", "errors", "retry", "ratelimit"]
-    for name in below:
-        assert "client" not in _deps(name, runtime_only=False), name
-        assert not {d for d in _deps(name) if d.startswith("resources")}, name
-
-
-def test_the_resources_send_through_the_pipeline_not_the_transport() -> None:
-    for name in _sdk_files():
-        if name.startswith("resources"):
-            assert "transport" not in _deps(name), name
-            assert "client" not in _deps(name, runtime_only=False), name
 
 
 def _all_files() -> dict[str, Path]:
@@ -250,50 +228,19 @@ def test_the_errors_import_nothing_of_the_sdk_even_for_types() -> None:
     assert _deps("errors", runtime_only=False) == set()
 
 
-# Features built on the sub-clients take what they need as callables or protocols: none
-# of them imports a sub-client class (resources/) or the client.
-FEATURES = ("bulk", "polling", "sync", "webhooks", "_webhook_payloads", "_webhook_delivery")
-
-
-@pytest.mark.parametrize(
-    "name", [*FEATURES, *sorted(n for n in _sdk_files() if n.startswith("fleet"))]
-)
-def test_features_import_no_sub_client_nor_the_client(name: str) -> None:
-    deps = _deps(name, runtime_only=False)
-    assert not {d for d in deps if d == "client" or d.startswith("resources")}, deps
-
-
-def test_the_transport_knows_no_model() -> None:
-    """Not even through another module: the transport moves bytes, the pipeline decodes."""
-    reach = _closure(_graph(), "transport")
-    assert not reach & {"models", "converter", "_codegen", "_validate"}, reach
-
-
-def test_the_shared_types_reach_no_transport() -> None:
-    """A sub-client names its options' types (``TimeoutArg``, ``Timeout``) from
-    ``types.py``: that must not reach the transport (sub-clients send through the pipeline)."""
-    assert _closure(_graph(), "types") == set()
-
-
 # Reaching into another object's private attribute, allowed only where listed (and why).
 # Reach-ins into *another package's* objects (aiohttp's, asyncio's, sys's) are allowed in
 # one module only, ``_compat.py``, which gates each by version and lists it with its reason.
-COMPAT = "_compat"
+COMPAT = "_core.compat"
 PRIVATE_ALLOWED = {
     ("auth", "auth._headers"),  # BearerAuth/HeaderAuth are defined in auth.py itself
-    ("client", "view._timeout"),  # with_options: a Client setting up another Client
+    ("invites", "parts._replace"),  # namedtuple's public API
+    # with_options: a Client setting up another Client
+    ("client", "view._timeout"),
     ("client", "view._attempt_timeout"),
     ("client", "view._call_headers"),
     ("client", "view._retry"),
     ("client", "view._resources"),
-    ("invites", "parts._replace"),  # namedtuple's public API
-    # The second transport shares the first's body cap (the one site that refuses a body),
-    # its header check, its rule for what a failed send raises and its wording of connect
-    # failures.
-    ("transport_httpx", "import _capped"),
-    ("transport_httpx", "import _check_headers"),
-    ("transport_httpx", "import _raised_instead"),
-    ("transport_httpx", "import _CONNECT_REASONS"),
 }
 
 
@@ -308,16 +255,14 @@ def _own(node: ast.expr) -> bool:
 
 def _reach_ins(tree: ast.AST) -> set[str]:
     """Private names used on other objects: ``x._name``, ``getattr(x, "_name")`` and
-    ``setattr``/``hasattr``/``delattr`` alike (shown as ``x._name``), ``import _name``."""
+    ``setattr``/``hasattr``/``delattr`` alike (shown as ``x._name``), ``import _name``
+    from another package."""
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                # a private *module* (_validate, _codegen) is the package's own
-                if _private(alias.name) and not _exists(
-                    f"svc_async.{node.module or ''}.{alias.name}"
-                ):
-                    found.add(f"import {alias.name}")
+            # from inside the package, imports are checked room by room (_private_imports)
+            if node.level == 0 and not (node.module or "").startswith("svc_async"):
+                found.update(f"import {a.name}" for a in node.names if _private(a.name))
         elif isinstance(node, ast.Attribute) and _private(node.attr) and not _own(node.value):
             found.add(ast.unparse(node))
         elif (
@@ -340,6 +285,49 @@ def test_no_module_uses_another_modules_private_names() -> None:
         if name != COMPAT:
             found |= {(name, use) for use in _reach_ins(_tree(path))}
     assert found <= PRIVATE_ALLOWED
+
+
+def _private_imports(name: str, path: Path) -> set[str]:
+    """``_names`` that ``name`` imports from a module of another room of the package."""
+    package = _module(path)[1]
+    found = set()
+    for node in ast.walk(_tree(path)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            stem = ".".join(base + ([node.module] if node.module else []))
+        else:
+            stem = node.module or ""
+        if not stem.startswith("svc_async"):
+            continue
+        source = stem.removeprefix("svc_async").removeprefix(".")
+        if source and _room(source) != _room(name):
+            found.update(f"{source}.{a.name}" for a in node.names if _private(a.name))
+    return found
+
+
+def test_no_room_imports_another_rooms_private_names() -> None:
+    """What one subpackage shares with another gets a public name (inside a private
+    package, that name is still the package's own)."""
+    found = {
+        f"{name}: {use}"
+        for name, path in _all_files().items()
+        for use in _private_imports(name, path)
+    }
+    assert found == set()
+
+
+def test_the_private_import_rule_sees_one(tmp_path: Path) -> None:
+    path = PACKAGE / "resources" / "jobs.py"
+    tree = ast.parse("from .._transports.base import _capped\nfrom ._base import _own\n")
+    _tree.cache_clear()
+    try:
+        original = _tree
+        globals()["_tree"] = lambda p: tree if p == path else original(p)
+        assert _private_imports("resources.jobs", path) == {"_transports.base._capped"}
+    finally:
+        globals()["_tree"] = original
 
 
 @pytest.mark.parametrize(
@@ -391,7 +379,7 @@ def test_one_body_cap_site() -> None:
         for name, path in _sdk_files().items()
         if re.search(r"(?<!class )ResponseTooLargeError\(", path.read_text())
     }
-    assert sites == {"transport"}
+    assert sites == {"_transports.base"}
 
 
 @pytest.mark.slow
@@ -404,7 +392,8 @@ def test_every_public_name_resolves_and_the_lazy_ones_load_on_first_use() -> Non
         "print([m for m in lazy if m in sys.modules])\n"
         "missing = [n for n in svc_async.__all__ if getattr(svc_async, n, None) is None]\n"
         "print(missing)\n"
-        "from svc_async import DownloadResult, EntryUpdate, OutputFileUpdate, downloads, webhooks\n"
+        "from svc_async import DownloadResult, EntryUpdate, OutputFileUpdate, webhooks\n"
+        "from svc_async.resources import downloads\n"
         "print(DownloadResult is downloads.DownloadResult, EntryUpdate is webhooks.EntryUpdate,"
         " OutputFileUpdate is webhooks.OutputFileUpdate)\n"
     )
@@ -424,7 +413,13 @@ def test_every_public_name_resolves_and_the_lazy_ones_load_on_first_use() -> Non
 # (``clock.py``: ``Clock``, and ``within``/``until``/``wait_tasks`` for bounded waits).
 # testing.fleet and testing.redis_server drive real processes on the real clock (by nature);
 # cutoff schedules its one timer on the loop's timeline, as asyncio.timeout does.
-CLOCK_MODULES = {"clock", "cutoff", "testing.clock", "testing.fleet", "testing.redis_server"}
+CLOCK_MODULES = {
+    "clock",
+    "_transports.cutoff",
+    "testing.clock",
+    "testing.fleet",
+    "testing.redis_server",
+}
 _TIME_READS = {"time", "monotonic", "monotonic_ns", "perf_counter", "time_ns", "sleep"}
 _TIMERS = {"timeout", "timeout_at", "wait_for"}
 """asyncio's timed waits (``asyncio.wait`` counts only with a ``timeout``)."""
@@ -435,15 +430,15 @@ _TIMERS = {"timeout", "timeout_at", "wait_for"}
 TIMERS_ALLOWED = {
     # A webhook delivery's body must come within the receiver's read and body timeouts:
     # a guard against a slow sender, as aiohttp's server timeouts.
-    ("_webhook_body", "asyncio.timeout(body_timeout)"),
-    ("_webhook_body", "asyncio.timeout(read_timeout)"),
+    ("webhooks.body", "asyncio.timeout(body_timeout)"),
+    ("webhooks.body", "asyncio.timeout(read_timeout)"),
     # Redis: a command's bound (the store's timeout), redis-py's swallowed cancellations
     # cancelled again, and the commands and writes in flight given their bound at close.
     ("fleet.store", "asyncio.timeout(bound)"),
     ("fleet.store", "asyncio.wait({task}, timeout=every)"),
     ("fleet.store", "asyncio.wait(set(self._late), timeout=self.timeout * 2)"),
     ("fleet.budget", "asyncio.wait(set(self._writes), timeout=self.store.timeout * 2)"),
-    ("fleet.webhooks", "asyncio.wait(set(self._tasks), timeout=self.store.timeout * 2)"),
+    ("webhooks.redis", "asyncio.wait(set(self._tasks), timeout=self.store.timeout * 2)"),
     # The fake's in-process transport enforces Request.timeout.total, as aiohttp does.
     ("testing.app", "asyncio.timeout(total)"),
     # The fake's webhook dispatcher waits on the loop's own timer (virtual under looptime):
@@ -601,3 +596,30 @@ def test_no_sdk_function_is_above_complexity_15() -> None:
                 if score > 15:
                     over[f"{name}.{node.name}"] = score
     assert over == {}
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """How many values a function takes (``self``/``cls`` aside; ``*a`` and ``**k`` count one)."""
+    args = function.args
+    names = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+    if names[:1] in (["self"], ["cls"]):
+        names = names[1:]
+    return len(names) + (args.vararg is not None) + (args.kwarg is not None)
+
+
+def test_no_private_helper_takes_more_than_six_values() -> None:
+    """State that travels together lives on one object (an attempt, a delivery), not in a
+    list of parameters handed down."""
+    over = {}
+    for name, path in _sdk_files().items():
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _private(node.name):
+                if _parameters(node) > 6:
+                    over[f"{name}.{node.name}"] = _parameters(node)
+    assert over == {}
+
+
+def test_the_parameter_count_counts_what_it_should() -> None:
+    tree = ast.parse("class A:\n def _f(self, a, b, /, c, *d, e, **f): pass")
+    (function,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    assert _parameters(function) == 6
