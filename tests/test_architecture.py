@@ -613,9 +613,9 @@ def test_no_private_helper_takes_more_than_six_values() -> None:
     over = {}
     for name, path in _sdk_files().items():
         for node in ast.walk(_tree(path)):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _private(node.name):
-                if _parameters(node) > 6:
-                    over[f"{name}.{node.name}"] = _parameters(node)
+            function = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            if function and _private(node.name) and _parameters(node) > 6:
+                over[f"{name}.{node.name}"] = _parameters(node)
     assert over == {}
 
 
