@@ -6,6 +6,7 @@ import sys as _sys
 import warnings as _warnings
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ._core.loop_thread import LoopThread
 from ._pipeline.answers import Reply
 from ._pipeline.ratelimit import Pacer
 from ._transports.base import (
@@ -232,6 +233,7 @@ __all__ = [
     "LicenseStatus",
     "LicensedUses",
     "LocalProtocolError",
+    "LoopThread",
     "Logo",
     "ManualStatus",
     "ManualStatusValue",
