@@ -26,7 +26,7 @@ from ..models import (
     VerificationJob,
 )
 from ..types import CallOptions
-from ._base import Resource
+from ._base import Resource, check_options
 from .pagination import iter_counted
 
 if TYPE_CHECKING:  # the poller loads on first use, to keep `import svc_async` light
@@ -167,6 +167,7 @@ class Jobs(Resource):
         if tag is not None:
             body["tags"] = [*body["tags"], tag]
             if idempotency_key is not None:
+                check_options("jobs.create", options)  # before the lookup sends anything
                 existing = await self._lookup(tag, None)
                 if existing is not None:
                     return existing
