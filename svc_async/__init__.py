@@ -99,7 +99,7 @@ from .models import (
     VerificationJob,
 )
 from .retry import RetryBudget, RetryPolicy
-from .types import AttemptTimeoutArg, Progress, TimeoutArg
+from .types import AttemptTimeoutArg, CallOptions, Progress, TimeoutArg
 
 # A library leaves output to the application: without this, Python's last-resort
 # handler would print the SDK's warnings to stderr of programs that configured nothing.
@@ -198,6 +198,7 @@ __all__ = [
     "BearerAuth",
     "BespokeAgreement",
     "BespokeRightsholder",
+    "CallOptions",
     "CheckResult",
     "Client",
     "ClientClosedError",

@@ -17,7 +17,7 @@ import traceback
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack
 
 import orjson
 import yarl
@@ -34,14 +34,14 @@ from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
 from .fleet import fleet_url
 from .models import RateLimit
 from .redact import redact_url
+from .resources._base import check_options
 from .resources.entries import Entries
 from .resources.events import Events
 from .resources.jobs import Jobs
 from .resources.orgs import Orgs
 from .resources.seasons import Seasons
 from .retry import RetryBudget, RetryPolicy
-from .types import AttemptTimeoutArg, Progress
-from .types import TimeoutArg as TimeoutArg  # the old home of the name still works
+from .types import AttemptTimeoutArg, CallOptions, Progress, TimeoutArg
 
 if TYPE_CHECKING:  # downloads, webhooks and tracing load on first use
     from opentelemetry.trace import TracerProvider
@@ -81,6 +81,11 @@ def _seconds(value: float | None, what: str = "timeout") -> float | None:
     """A whole-call bound: positive seconds, or None for none."""
     if value is None:
         return None
+    if isinstance(value, Timeout):
+        raise TypeError(
+            f"{what} must be a number of seconds or None: it bounds the whole call; the"
+            " limits of each exchange, a Timeout, are attempt_timeout="
+        )
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{what} must be a number of seconds or None")
     if not value > 0:
@@ -102,20 +107,8 @@ def _attempt(value: AttemptTimeoutArg, what: str = "attempt_timeout") -> Timeout
 def _split(
     timeout: TimeoutArg | Literal["default"],
     attempt_timeout: AttemptTimeoutArg | Literal["default"],
-    stacklevel: int,
 ) -> tuple[float | Literal["default"] | None, Timeout | Literal["default"]]:
-    """Check ``timeout=`` and ``attempt_timeout=``; a ``Timeout`` given as ``timeout`` is
-    the deprecated per-attempt meaning, taken as ``attempt_timeout`` with a warning."""
-    if isinstance(timeout, Timeout):
-        warnings.warn(
-            "timeout=Timeout(...) is deprecated: timeout= now bounds the whole call in"
-            " seconds; pass the per-attempt Timeout as attempt_timeout=",
-            DeprecationWarning,
-            stacklevel=stacklevel + 1,
-        )
-        if attempt_timeout != "default":
-            raise TypeError("pass attempt_timeout= alone, not also a Timeout as timeout=")
-        return "default", timeout
+    """Check ``timeout=`` and ``attempt_timeout=``, each kept ``"default"`` if it is."""
     whole = timeout if timeout == "default" else _seconds(timeout)
     per = attempt_timeout if attempt_timeout == "default" else _attempt(attempt_timeout)
     return whole, per
@@ -252,7 +245,7 @@ class Client:
             webhooks = owned_receiver
         observers = _observers(tracing, event_hooks)
         transport = _default_transport(transport, proxy, trust_env)
-        whole, per = _split(timeout, attempt_timeout, stacklevel=2)
+        whole, per = _split(timeout, attempt_timeout)
         self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
         self._attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT if per == "default" else per
         self._retry = retry or RetryPolicy()
@@ -276,7 +269,7 @@ class Client:
             account_url=self._account,
             # Logins run under the client's own settings (and the deadline of the call
             # that needs them), whatever view made that call.
-            login_timeout=self._retry.timeout or self._timeout,
+            login_timeout=self._timeout,
             login_attempt_timeout=self._attempt_timeout,
             login_policy=self._retry,
             default_headers=headers,
@@ -390,25 +383,17 @@ class Client:
     def with_options(
         self,
         *,
-        timeout: TimeoutArg | Literal["default", "keep"] = "default",
+        timeout: TimeoutArg | Literal["default"] = "default",
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> Client:
         """A view of this client with other defaults; it shares connections and state.
 
-        ``"default"`` keeps this client's setting (``"keep"``, its old spelling, still
-        works with a ``DeprecationWarning``). ``headers`` are sent by every call of the
-        view, over the client's (checked as ``Client(headers=...)`` are).
+        ``"default"`` keeps this client's setting. ``headers`` are sent by every call of
+        the view, over the client's (checked as ``Client(headers=...)`` are).
         """
-        if timeout == "keep":
-            warnings.warn(
-                'with_options(timeout="keep") is deprecated; leave timeout out (or "default")',
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            timeout = "default"
-        whole, per = _split(timeout, attempt_timeout, stacklevel=2)
+        whole, per = _split(timeout, attempt_timeout)
         view = object.__new__(Client)
         view.__dict__.update(self.__dict__)
         view.__dict__.pop("with_raw_response", None)  # the view's own, over its sub-clients
@@ -439,10 +424,7 @@ class Client:
 
         The defaults are resolved here, once per client or view, not on every call.
         """
-        policy = self._retry
-        # The deprecated RetryPolicy(timeout=...) bounds the call unless a call says.
-        seconds = self._timeout if policy.timeout is None else policy.timeout
-        self._defaults = (policy, seconds, self._attempt_timeout)
+        self._defaults = (self._retry, self._timeout, self._attempt_timeout)
         send = self._send
         self.orgs = Orgs(self, send)
         self.seasons = Seasons(self, send)
@@ -484,7 +466,7 @@ class Client:
         """
         from .resources.downloads import download
 
-        whole, per = _split(timeout, attempt_timeout, stacklevel=2)
+        whole, per = _split(timeout, attempt_timeout)
         limits = None if per == "default" else per
         seconds = None if whole == "default" else whole
         self._check_usable()
@@ -520,13 +502,12 @@ class Client:
         json: Any = None,
         host: Host = "api",
         idempotent: bool | None = None,
-        timeout: TimeoutArg | Literal["default"] = "default",
-        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
-        retry: RetryPolicy | None = None,
+        **options: Unpack[CallOptions],
     ) -> Any:
         """Call any endpoint and return its decoded JSON (for calls not modelled yet).
 
-        ``idempotent`` (default: True for GET/HEAD) says whether retries may repeat it.
+        ``idempotent`` (default: True for GET/HEAD) says whether retries may repeat it;
+        ``options`` are every call's (``CallOptions``).
         """
         if not isinstance(method, str) or not method.isalpha():
             raise ValueError("method must be an HTTP method name such as 'GET'")
@@ -536,15 +517,7 @@ class Client:
         if idempotent is None:
             idempotent = method in ("GET", "HEAD", "OPTIONS")
         return await self._send(
-            method,
-            path,
-            json,
-            host=host,
-            idempotent=idempotent,
-            timeout=timeout,
-            attempt_timeout=attempt_timeout,
-            retry=retry,
-            operation="request",
+            method, path, json, options, host=host, idempotent=idempotent, operation="request"
         )
 
     # the pipeline
@@ -554,57 +527,62 @@ class Client:
         method: str,
         path: str,
         body: Any = None,
+        options: CallOptions | None = None,
         /,
         *,
         idempotent: bool,
         operation: str = "",
         host: Host = "api",
-        timeout: TimeoutArg | Literal["default"] = "default",
-        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
-        retry: RetryPolicy | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-        extra_query: Mapping[str, str] | None = None,
         **fields: Any,
     ) -> Coroutine[Any, Any, Any]:
-        """Send one logical call through the pipeline (await the result).
+        """Send one logical call through the pipeline (await the result): the one way a
+        sub-client calls, the ``Send`` of ``resources._base``.
 
-        The options are ``CallOptions``; what is left out takes this client's default.
-        Gives the decoded data, or with ``reply=True`` the ``Reply`` (data and response
-        metadata). Not a coroutine itself: the pipeline's ``run`` is awaited directly, one
-        layer less on every call.
+        ``options`` are the caller's ``CallOptions`` as given, checked here (what is left
+        out takes this client's default); ``fields`` the sub-client's own (``SendFields``),
+        ``Call`` fields of the same names. Gives the decoded data. Not a coroutine itself:
+        the pipeline's ``run`` is awaited directly, one layer less on every call.
         """
         shared = self._shared
         tracker = shared.env.tracker  # its loop and closed flag, read without properties
         if tracker.loop is not running_loop(tracker.loop) or tracker.closed:
             self._check_usable()
         seconds: float | None
-        if retry is None and timeout == "default" and attempt_timeout == "default":
-            policy, seconds, per = self._defaults
+        if options:
+            policy, seconds, per = self._limits(operation, options)
         else:
-            policy = retry or self._retry
-            whole, limits = _split(timeout, attempt_timeout, stacklevel=3)
-            seconds = self._timeout if whole == "default" else whole
-            per = self._attempt_timeout if limits == "default" else limits
-            if policy.timeout is not None and whole == "default":
-                seconds = policy.timeout  # the deprecated RetryPolicy(timeout=...)
-        # ``fields`` are the rest of ``CallOptions``: ``Call`` fields of the same names,
-        # mostly none (the fields before them are passed by position: faster to bind).
+            policy, seconds, per = self._defaults
+        # The fields before ``fields`` are passed by position: faster to bind.
         content = None if body is None else orjson.dumps(body)
         url = self._url(host, path)
-        if extra_headers is not None or extra_query is not None or self._call_headers:
-            url = self._with_extras(url, fields, extra_headers, extra_query)
+        if options or self._call_headers:
+            url = self._with_extras(url, fields, options)
         call = Call(method, url, content, idempotent, seconds, per, policy, operation, **fields)
         return run(shared.env, call)
 
+    def _limits(
+        self, operation: str, options: CallOptions
+    ) -> tuple[RetryPolicy, float | None, Timeout]:
+        """A call's retry policy, whole-call bound and attempt limit: its ``options``
+        (their names and values checked) over this client's."""
+        check_options(operation, options)
+        whole, per = _split(
+            options.get("timeout", "default"), options.get("attempt_timeout", "default")
+        )
+        return (
+            options.get("retry") or self._retry,
+            self._timeout if whole == "default" else whole,
+            self._attempt_timeout if per == "default" else per,
+        )
+
     def _with_extras(
-        self,
-        url: yarl.URL,
-        fields: dict[str, Any],
-        extra_headers: Mapping[str, str] | None,
-        extra_query: Mapping[str, str] | None,
+        self, url: yarl.URL, fields: dict[str, Any], options: CallOptions | None
     ) -> yarl.URL:
         """A call's own headers (the view's, then ``extra_headers``) into ``fields``, and
         its URL with ``extra_query``; both checked before anything is sent."""
+        extra_headers = extra_query = None
+        if options:
+            extra_headers, extra_query = options.get("extra_headers"), options.get("extra_query")
         own = _own_headers(extra_headers, self._shared.auth, "extra_headers")
         headers = {**(self._call_headers or {}), **own, **(fields.get("headers") or {})}
         if headers:

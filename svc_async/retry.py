@@ -11,7 +11,6 @@ import datetime as dt
 import email.utils
 import random
 import threading
-import warnings
 from collections.abc import Mapping
 
 import attrs
@@ -118,22 +117,7 @@ def is_testing() -> bool:
     return _testing
 
 
-def _jitter_renamed() -> str:
-    return (
-        "RetryPolicy(jitter=...) is deprecated; use wait_jitter= (1.0 for full jitter, "
-        "0.0 for none: the word PollPolicy uses)"
-    )
-
-
-_ATTEMPTS_RENAMED = "RetryPolicy(max_attempts=...) is deprecated; use attempts= (stamina's word)"
-_TIMEOUT_MOVED = (
-    "RetryPolicy(timeout=...) is deprecated: pass timeout= to the Client, to with_options or"
-    " to the call, where it bounds the whole call; until then the policy's timeout is used"
-    " for calls that give none"
-)
-
-
-@attrs.frozen(slots=True, kw_only=True, init=False)
+@attrs.frozen(slots=True, kw_only=True)
 class RetryPolicy:
     """How a failed request is retried, in stamina's words.
 
@@ -146,11 +130,7 @@ class RetryPolicy:
     ``max_server_wait`` seconds (at most a day); a longer one is raised as
     ``RateLimitError`` instead of being slept through. ``retry_wait`` is the whole rule
     for how long a retry waits. How long a call may take in all is the call's
-    ``timeout``.
-
-    Deprecated, still working with a ``DeprecationWarning``: ``max_attempts`` (now
-    ``attempts``), ``jitter=True/False`` (now ``wait_jitter``), and ``timeout``, which
-    bounds calls that give no ``timeout`` of their own; they go in the next release.
+    ``timeout`` (or the client's), never the policy's.
     """
 
     attempts: int = 4
@@ -158,47 +138,8 @@ class RetryPolicy:
     wait_max: float = 8.0
     wait_exp_base: float = 2.0
     wait_jitter: float = 1.0
-    timeout: float | None = None
-    """Deprecated: set only by ``RetryPolicy(timeout=...)``; None when not given."""
     max_server_wait: float = 60.0
     statuses: frozenset[int] = RETRYABLE_STATUSES
-
-    def __init__(
-        self,
-        *,
-        attempts: int = 4,
-        wait_initial: float = 0.5,
-        wait_max: float = 8.0,
-        wait_exp_base: float = 2.0,
-        wait_jitter: float = 1.0,
-        timeout: float | None = None,
-        max_server_wait: float = 60.0,
-        statuses: frozenset[int] = RETRYABLE_STATUSES,
-        jitter: bool | None = None,
-        max_attempts: int | None = None,
-    ) -> None:
-        if jitter is not None:
-            warnings.warn(_jitter_renamed(), DeprecationWarning, stacklevel=2)
-            if wait_jitter != 1.0:
-                raise TypeError("RetryPolicy got both jitter= and wait_jitter=; pass wait_jitter=")
-            wait_jitter = 1.0 if jitter else 0.0
-        if max_attempts is not None:
-            warnings.warn(_ATTEMPTS_RENAMED, DeprecationWarning, stacklevel=2)
-            if attempts != 4:
-                raise TypeError("RetryPolicy got both max_attempts= and attempts=; pass attempts=")
-            attempts = max_attempts
-        if timeout is not None:
-            warnings.warn(_TIMEOUT_MOVED, DeprecationWarning, stacklevel=2)
-        self.__attrs_init__(
-            attempts=attempts,
-            wait_initial=wait_initial,
-            wait_max=wait_max,
-            wait_exp_base=wait_exp_base,
-            wait_jitter=wait_jitter,
-            timeout=timeout,
-            max_server_wait=max_server_wait,
-            statuses=statuses,
-        )
 
     def __attrs_post_init__(self) -> None:
         if isinstance(self.attempts, bool) or not isinstance(self.attempts, int):
@@ -209,25 +150,11 @@ class RetryPolicy:
             raise ValueError("waits must be non-negative and wait_exp_base at least 1")
         if isinstance(self.wait_jitter, bool) or not 0 <= self.wait_jitter <= 1:
             raise ValueError(f"wait_jitter must be a fraction in [0, 1], got {self.wait_jitter!r}")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ValueError("timeout must be positive or None")
         if not 0 <= self.max_server_wait <= MAX_SERVER_WAIT:
             raise ValueError(
                 f"max_server_wait must be between 0 and {MAX_SERVER_WAIT:g} seconds (a day),"
                 f" got {self.max_server_wait!r}"
             )
-
-    @property
-    def max_attempts(self) -> int:
-        """Deprecated name of ``attempts``."""
-        warnings.warn(_ATTEMPTS_RENAMED, DeprecationWarning, stacklevel=2)
-        return self.attempts
-
-    @property
-    def jitter(self) -> bool:
-        """Deprecated: whether any jitter is applied (use ``wait_jitter``)."""
-        warnings.warn(_jitter_renamed(), DeprecationWarning, stacklevel=2)
-        return self.wait_jitter > 0
 
     def ceiling(self, attempt: int) -> float:
         """The longest wait after failed attempt ``attempt`` (1-based): no jitter."""

@@ -96,40 +96,35 @@ def test_public_readme_points_relative_links_at_a_base_url_when_there_is_one() -
     )
 
 
-def test_the_changelog_keeps_a_changelog_and_lists_this_releases_deprecations() -> None:
+def test_the_changelog_keeps_a_changelog_and_lists_what_was_removed() -> None:
     text = (ROOT / "CHANGELOG.md").read_text()
     assert "Keep a Changelog" in text
     unreleased = text.split("## [Unreleased]", 1)[1].split("\n## [", 1)[0]
     assert svc_async.__version__ in unreleased  # the release being prepared
-    for heading in ("### Added", "### Changed", "### Deprecated", "### Fixed"):
+    for heading in ("### Added", "### Changed", "### Removed", "### Fixed"):
         assert heading in unreleased
-    deprecated = unreleased.split("### Deprecated", 1)[1].split("\n### ", 1)[0]
-    # Every name that warns with a DeprecationWarning today is listed with its replacement.
+    assert "### Deprecated" not in unreleased  # 0.1.0 ships with no deprecated name
+    removed = unreleased.split("### Removed", 1)[1].split("\n### ", 1)[0]
+    # Each spelling removed before 0.1.0 is listed with what to write instead.
     for old, new in [
         ("RetryPolicy(jitter=True/False)", "wait_jitter="),
+        ("RetryPolicy(max_attempts=...)", "attempts="),
+        ("RetryPolicy(timeout=...)", "timeout="),
         ("PollPolicy(initial=, multiplier=, max_interval=, jitter=)", "wait_exp_base="),
+        ('with_options(timeout="keep")', '"default"'),
         ("org_id=", "organisation_id="),
     ]:
-        assert old in deprecated and new in deprecated
+        assert old in removed and new in removed
 
 
-def test_every_deprecation_warning_in_the_code_is_in_the_changelog() -> None:
-    """A new ``DeprecationWarning`` needs its changelog line: count the warning sites."""
-    text = (ROOT / "CHANGELOG.md").read_text()
-    sites = {
+def test_the_code_has_no_deprecation_warning() -> None:
+    """0.1.0 carries no compatibility debt: no name warns that it is deprecated."""
+    sites = sorted(
         path.relative_to(ROOT / "svc_async").as_posix()
         for path in (ROOT / "svc_async").rglob("*.py")
-        if "DeprecationWarning," in path.read_text()
-    }
-    named = {
-        "retry.py": "RetryPolicy(max_attempts=",
-        "polling.py": "PollPolicy(",
-        "resources/jobs.py": "org_id=",
-        "client.py": "attempt_timeout=",
-    }
-    assert sites <= set(named), f"add these deprecations to CHANGELOG.md: {sites - set(named)}"
-    for site in sites:
-        assert named[site] in text
+        if "DeprecationWarning" in path.read_text()
+    )
+    assert sites == []
 
 
 def test_the_policy_page_states_versions_and_deprecations() -> None:

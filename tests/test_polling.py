@@ -185,37 +185,19 @@ def test_policy_validation(kwargs: dict[str, Any]) -> None:
 
 
 def test_policy_speaks_retry_policys_backoff_words() -> None:
-    shared = {"wait_initial", "wait_max", "wait_exp_base", "wait_jitter", "timeout"}
+    shared = {"wait_initial", "wait_max", "wait_exp_base", "wait_jitter"}
     assert shared <= {a.name for a in attrs.fields(RetryPolicy)}
-    assert shared <= {a.name for a in attrs.fields(PollPolicy)}
-    assert "jitter" not in {a.name for a in attrs.fields(RetryPolicy)}  # only a deprecated alias
+    assert shared | {"timeout"} <= {a.name for a in attrs.fields(PollPolicy)}
+    assert "jitter" not in {a.name for a in attrs.fields(RetryPolicy)}
 
 
-@pytest.mark.parametrize(
-    ("old", "new", "value"),
-    [
-        ("initial", "wait_initial", 0.5),
-        ("multiplier", "wait_exp_base", 3.0),
-        ("max_interval", "wait_max", 60.0),
-        ("jitter", "wait_jitter", 0.5),
-    ],
-)
-def test_old_policy_names_still_work_with_a_deprecation_warning(
-    old: str, new: str, value: float
-) -> None:
-    with pytest.warns(
-        DeprecationWarning, match=rf"PollPolicy\({old}=\.\.\.\) is deprecated; use {new}="
-    ):
-        policy = PollPolicy(**{old: value})
-    assert getattr(policy, new) == value
-    assert policy == PollPolicy(**{new: value})
-    with pytest.warns(DeprecationWarning, match=new):
-        assert getattr(policy, old) == value
-    with (
-        pytest.warns(DeprecationWarning, match=old),
-        pytest.raises(TypeError, match=f"both {old}= and {new}="),
-    ):
-        PollPolicy(**{old: value, new: value})
+@pytest.mark.parametrize("old", ["initial", "multiplier", "max_interval", "jitter"])
+def test_the_old_policy_names_are_gone_and_fail_clearly(old: str) -> None:
+    """Removed before 0.1.0 (CHANGELOG.md names their ``wait_*`` replacements)."""
+    with pytest.raises(TypeError, match=rf"unexpected keyword argument '{old}'"):
+        PollPolicy(**{old: 0.5})
+    with pytest.raises(AttributeError):
+        getattr(PollPolicy(), old)
 
 
 def test_evolve_and_unknown_names_behave() -> None:

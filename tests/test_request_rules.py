@@ -675,3 +675,130 @@ async def test_the_fake_searches_by_todays_statuses_only(
         else:
             with pytest.raises(BadRequestError):
                 await svc.request("POST", "/api/public/v1/verification-job/search", json=body)
+
+
+# ------------------------------------------------------------------ the options of a call
+
+CALLS: list[tuple[str, Callable[..., Awaitable[object]]]] = [
+    ("orgs.list", lambda svc, **o: svc.orgs.list(**o)),
+    ("seasons.list", lambda svc, **o: svc.seasons.list(**o)),
+    ("events.list", lambda svc, **o: svc.events.list(limit=5, **o)),
+    ("entries.for_event", lambda svc, **o: svc.entries.for_event(1, **o)),
+    ("entries.for_season", lambda svc, **o: svc.entries.for_season(1, **o)),
+    ("jobs.create", lambda svc, **o: svc.jobs.create(base_request(), **o)),
+    ("jobs.create", lambda svc, **o: svc.jobs.create(base_request(), idempotency_key="k", **o)),
+    ("jobs.get", lambda svc, **o: svc.jobs.get(7, **o)),
+    ("jobs.search", lambda svc, **o: svc.jobs.search(tags=["ab"], **o)),
+    ("request", lambda svc, **o: svc.request("GET", "/api/public/v1/season", **o)),
+    ("jobs.get", lambda svc, **o: svc.with_raw_response.jobs.get(7, **o)),
+]
+CALL_IDS = [
+    "orgs",
+    "seasons",
+    "events",
+    "for_event",
+    "for_season",
+    "create",
+    "keyed-create",
+    "get",
+    "search",
+    "request",
+    "raw-get",
+]
+
+
+def _answer(request: Request) -> Response:
+    """Whatever each call expects, enough to structure."""
+    path = request.url.path
+    if path.endswith("/search"):
+        return json_response({"results": [], "count": 0})
+    if path.endswith("/verification-job") or path.endswith("/verification-job/7"):
+        return json_response(load("get-verification-job.response.json"))
+    return json_response([])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"timout": 2},  # a misspelling
+        {"org_id": 7},  # a removed spelling
+        {"reply": True},  # the sub-client's own fields are not the caller's options
+        {"idempotent": False},
+        {"stream_decode": None},
+        {"host": "account"},
+        {"authenticate": False},
+        {"headers": {"X-A": "1"}},
+    ],
+    ids=lambda bad: next(iter(bad)),
+)
+@pytest.mark.parametrize(("operation", "call"), CALLS, ids=CALL_IDS)
+async def test_an_unknown_option_is_a_type_error_naming_it_before_sending(
+    operation: str, call: Callable[..., Awaitable[object]], bad: dict[str, Any]
+) -> None:
+    name = next(iter(bad))
+    if operation == "request" and name in ("idempotent", "host"):
+        pytest.skip("request() takes these of its own (any endpoint, either host)")
+    transport = MockTransport(_answer)
+    async with Client(API, token="t", transport=transport) as svc:
+        with pytest.raises(
+            TypeError, match=rf"{operation}\(\) got an unexpected keyword argument '{name}'"
+        ):
+            await call(svc, **bad)
+    assert transport.requests == []
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "names"),
+    [
+        ({"timeout": 0}, ValueError, "timeout"),
+        ({"timeout": "soon"}, TypeError, "timeout"),
+        ({"attempt_timeout": -1}, ValueError, "attempt_timeout"),
+        ({"retry": 3}, TypeError, "retry"),
+        ({"extra_headers": {"Authorization": "Bearer x"}}, ValueError, "extra_headers"),
+        ({"extra_headers": ["X-A"]}, TypeError, "extra_headers"),
+        ({"extra_query": {"q": "a\nb"}}, ValueError, "extra_query"),
+        ({"extra_query": 5}, TypeError, "extra_query"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else None,
+)
+@pytest.mark.parametrize(
+    ("operation", "call"), CALLS[:6] + CALLS[7:], ids=CALL_IDS[:6] + CALL_IDS[7:]
+)
+async def test_a_bad_option_value_is_refused_before_sending(
+    operation: str,
+    call: Callable[..., Awaitable[object]],
+    bad: dict[str, Any],
+    error: type[Exception],
+    names: str,
+) -> None:
+    transport = MockTransport(_answer)
+    async with Client(API, token="t", transport=transport) as svc:
+        with pytest.raises(error, match=names):
+            await call(svc, **bad)
+    assert transport.requests == []
+
+
+@pytest.mark.parametrize(("operation", "call"), CALLS, ids=CALL_IDS)
+async def test_every_call_applies_its_options_and_default_is_the_clients(
+    operation: str, call: Callable[..., Awaitable[object]]
+) -> None:
+    from svc_async import Timeout
+
+    limits = Timeout(total=3.0, connect=1.0, read=2.0)
+    transport = MockTransport(_answer)
+    async with Client(API, token="t", transport=transport, creation_tags=False) as svc:
+        await call(
+            svc,
+            attempt_timeout=limits,
+            retry=RetryPolicy(attempts=1),
+            extra_headers={"X-Trace": "on"},
+            extra_query={"debug": "1"},
+        )
+        sent = transport.requests[-1]
+        assert sent.timeout == limits
+        assert sent.headers["X-Trace"] == "on"
+        assert sent.url.query["debug"] == "1"
+        await call(svc, timeout="default", attempt_timeout="default")
+        plain = transport.requests[-1]
+        assert plain.timeout == Timeout(total=30.0, connect=10.0)  # the client's
+        assert "X-Trace" not in plain.headers and "debug" not in plain.url.query

@@ -188,24 +188,25 @@ def test_partial_jitter_draws_only_the_top_fraction_of_each_ceiling() -> None:
 def test_retry_and_poll_policies_speak_the_same_backoff_words() -> None:
     from svc_async.resources.polling import PollPolicy
 
-    words = {"wait_initial", "wait_exp_base", "wait_max", "wait_jitter", "timeout"}
+    words = {"wait_initial", "wait_exp_base", "wait_max", "wait_jitter"}
     assert words <= {f.name for f in attrs.fields(RetryPolicy)}
-    assert words <= {f.name for f in attrs.fields(PollPolicy)}
+    assert words | {"timeout"} <= {f.name for f in attrs.fields(PollPolicy)}
+    # A call's bound is the call's (or the client's) timeout, never the retry policy's.
+    assert "timeout" not in {f.name for f in attrs.fields(RetryPolicy)}
 
 
-@pytest.mark.parametrize(("old", "new"), [(True, 1.0), (False, 0.0)])
-def test_the_old_jitter_flag_still_works_with_a_deprecation_warning(old: bool, new: float) -> None:
-    with pytest.warns(DeprecationWarning, match="wait_jitter"):
-        policy = RetryPolicy(wait_initial=0.5, jitter=old)
-    assert policy.wait_jitter == new
-    assert policy == RetryPolicy(wait_initial=0.5, wait_jitter=new)
-    with pytest.warns(DeprecationWarning, match="wait_jitter"):
-        assert policy.jitter is old
-
-
-def test_jitter_and_wait_jitter_together_is_a_type_error() -> None:
-    with pytest.warns(DeprecationWarning, match="jitter"), pytest.raises(TypeError, match="both"):
-        RetryPolicy(jitter=False, wait_jitter=0.5)
+@pytest.mark.parametrize(
+    ("old", "new"), [("jitter", "wait_jitter"), ("max_attempts", "attempts"), ("timeout", "")]
+)
+def test_the_removed_spellings_are_type_errors_naming_them(old: str, new: str) -> None:
+    """Removed before 0.1.0 (CHANGELOG.md says what to write instead): a clear TypeError."""
+    with pytest.raises(TypeError, match=rf"unexpected keyword argument '{old}'"):
+        RetryPolicy(**{old: 1})
+    policy = RetryPolicy()
+    with pytest.raises(AttributeError):
+        getattr(policy, old)
+    if new:
+        assert getattr(policy, new) is not None
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, True])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import warnings
 from typing import Any
 
 import attrs
@@ -16,6 +15,7 @@ import pytest
 
 from svc_async import (
     ApiKeyAuth,
+    CallOptions,
     Client,
     JobWaitTimeout,
     MockTransport,
@@ -29,7 +29,7 @@ from svc_async import (
 )
 from svc_async._pipeline.run import Call
 from svc_async.errors import ServerError
-from svc_async.resources._base import CallOptions, Send
+from svc_async.resources._base import Send, SendFields
 
 from .conftest import serve_app
 
@@ -152,52 +152,30 @@ async def test_each_poll_of_a_wait_gets_only_what_is_left() -> None:
     assert limits and all(limit is not None and limit <= 2.0 for limit in limits)
 
 
-async def test_retry_policy_timeout_is_deprecated_and_still_bounds_the_call() -> None:
-    with pytest.warns(DeprecationWarning, match="RetryPolicy\\(timeout"):
-        policy = RetryPolicy(
-            timeout=1.0, attempts=10, wait_initial=0.3, wait_max=0.3, wait_jitter=0.0
-        )
-    down = MockTransport(lambda request: Response(503))
-    async with Client(URL, token="t", transport=down, retry=policy) as svc:
-        start = _now()
-        with pytest.raises(ServerError):
-            await svc.seasons.list()
-        assert _now() - start <= 1.0
-        start = _now()
-        with pytest.raises(ServerError):
-            await svc.seasons.list(timeout=0.5)  # the call's own timeout wins
-        assert _now() - start <= 0.5
-    down = MockTransport(lambda request: Response(503))
-    async with Client(URL, token="t", transport=down, timeout=60) as svc:
-        start = _now()
-        with pytest.raises(ServerError):
-            await svc.with_options(retry=policy).seasons.list()  # a view's policy too
-        assert 0.5 < _now() - start <= 1.0
-
-
 def test_retry_words_are_staminas() -> None:
     assert RetryPolicy(attempts=2).attempts == 2
-    with pytest.warns(DeprecationWarning, match="attempts="):
-        old = RetryPolicy(max_attempts=3)
-    assert old.attempts == 3
-    with pytest.warns(DeprecationWarning, match="attempts="):
-        assert old.max_attempts == 3
-    with pytest.raises(TypeError, match="both"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        RetryPolicy(max_attempts=3, attempts=2)
+    with pytest.raises(TypeError, match="max_attempts"):
+        RetryPolicy(max_attempts=3)  # type: ignore[call-arg]
 
 
-async def test_a_timeout_object_as_timeout_is_the_deprecated_per_attempt_limit() -> None:
+async def test_a_timeout_object_as_timeout_is_refused_naming_attempt_timeout() -> None:
+    """``timeout=`` bounds the whole call in seconds; a ``Timeout`` there (its removed
+    per-attempt meaning) is a TypeError pointing at ``attempt_timeout=``, as is the
+    removed ``with_options(timeout="keep")``. Nothing is sent."""
     transport = MockTransport(lambda request: json_response([]))
     limits = Timeout(total=3, connect=1, read=2)
+    with pytest.raises(TypeError, match="attempt_timeout"):
+        Client(URL, token="t", timeout=limits)  # type: ignore[arg-type]
     async with Client(URL, token="t", transport=transport) as svc:
-        with pytest.warns(DeprecationWarning, match="attempt_timeout"):
-            await svc.seasons.list(timeout=limits)
-        with pytest.warns(DeprecationWarning, match="keep"):
-            view = svc.with_options(timeout="keep")
-        await view.seasons.list()
+        with pytest.raises(TypeError, match="attempt_timeout"):
+            await svc.seasons.list(timeout=limits)  # type: ignore[typeddict-item]
+        with pytest.raises(TypeError, match="attempt_timeout"):
+            svc.with_options(timeout=limits)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="seconds"):
+            svc.with_options(timeout="keep")  # type: ignore[arg-type]
+        await svc.seasons.list(attempt_timeout=limits)
+    assert len(transport.requests) == 1
     assert transport.requests[0].timeout == limits
-    assert transport.requests[1].timeout == Timeout(total=30.0, connect=10.0)
 
 
 @pytest.mark.parametrize("bad", [0, -1, "soon", True])
@@ -209,14 +187,23 @@ def test_bad_timeouts_are_refused_before_anything_is_sent(bad: Any) -> None:
 
 
 def test_a_calls_options_are_declared_once() -> None:
-    """``Send`` takes ``CallOptions``; each option is a ``Call`` field (host: its URL)."""
-    options = CallOptions.__annotations__
+    """The caller's ``CallOptions`` and a sub-client's ``SendFields`` are ``Call`` fields
+    (host: its URL); ``Send`` takes the first whole and the second by name."""
+    options = {*CallOptions.__annotations__, *SendFields.__annotations__}
     fields = {field.name for field in attrs.fields(Call)}
     # extra_query goes into the URL, extra_headers into the call's headers
     renamed = {"host": "url", "retry": "policy", "extra_query": "url", "extra_headers": "headers"}
     assert {renamed.get(name, name) for name in options} <= fields
-    assert {"authenticate", "decode", "attempt_timeout"} <= set(options)
-    assert "Unpack[CallOptions]" in Send.__call__.__annotations__["options"]
+    assert {"authenticate", "decode"} <= set(SendFields.__annotations__)
+    assert set(CallOptions.__annotations__) == {
+        "timeout",
+        "attempt_timeout",
+        "retry",
+        "extra_headers",
+        "extra_query",
+    }
+    assert "CallOptions" in Send.__call__.__annotations__["options"]
+    assert "Unpack[SendFields]" in Send.__call__.__annotations__["fields"]
 
 
 @pytest.mark.looptime(False)
@@ -259,9 +246,10 @@ async def test_a_download_ends_by_its_timeout() -> None:
             await svc.download("https://files.example/a.mp3", io.BytesIO(), timeout=0.5)
         assert 0.5 <= _now() - start < 0.55
         limits = Timeout(total=None, connect=1.0, read=2.0)
-        with pytest.warns(DeprecationWarning, match="attempt_timeout"):
-            await svc.download("https://files.example/a.mp3", io.BytesIO(), timeout=limits)
-    assert transport.requests[-1].timeout == limits  # the old meaning: each exchange
+        quick = MockTransport(lambda request: Response(200, content=b"x"))
+    async with Client(URL, token="t", transport=quick) as svc:
+        await svc.download("https://files.example/a.mp3", io.BytesIO(), attempt_timeout=limits)
+    assert quick.requests[-1].timeout == limits  # each exchange
 
 
 async def test_an_auth_renewal_ends_by_the_calls_timeout() -> None:

@@ -68,28 +68,18 @@ async def _all(svc: Client, **kwargs: Any) -> list[object]:
     ],
     ids=["search", "iter_search"],
 )
-async def test_jobs_searches_take_organisation_id_and_the_old_org_id_with_a_warning(
+async def test_jobs_searches_take_organisation_id_and_refuse_the_removed_org_id(
     call: Callable[..., Awaitable[object]],
 ) -> None:
     new = await _search_bodies(lambda svc: call(svc, organisation_id=7))
     assert [b["orgId"] for b in new] == [7]
-    with pytest.warns(DeprecationWarning, match="organisation_id") as caught:
-        old = await _search_bodies(lambda svc: call(svc, org_id=7))
-    assert old == new
-    assert len(caught) == 1
-    assert caught[0].filename == __file__  # the warning points at the caller's line
+    with pytest.raises(TypeError, match="unexpected keyword argument 'org_id'"):
+        await _search_bodies(lambda svc: call(svc, org_id=7))  # nothing is sent
 
 
-async def test_org_id_beside_organisation_id_is_refused_before_sending() -> None:
-    with pytest.warns(DeprecationWarning, match="org_id"), pytest.raises(TypeError, match="both"):
-        await _search_bodies(lambda svc: svc.jobs.search(organisation_id=7, org_id=7))
+async def test_a_bad_organisation_id_is_refused_before_sending() -> None:
     with pytest.raises(ValueError, match="organisation_id"):
         await _search_bodies(lambda svc: svc.jobs.search(organisation_id=0))
-    with (
-        pytest.warns(DeprecationWarning, match="org_id"),
-        pytest.raises(ValueError, match="org_id"),
-    ):
-        await _search_bodies(lambda svc: svc.jobs.search(org_id=-1))
 
 
 def test_every_sdk_logger_is_named_after_its_module() -> None:

@@ -1,35 +1,51 @@
-"""What every sub-client shares: its client and the narrow callable that sends a call."""
+"""What every sub-client shares: its client, the callable that sends a call, the check
+of a caller's ``CallOptions``, and the wrapper that hands a call's ``Reply`` back."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Required, TypedDict, Unpack
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    ParamSpec,
+    Protocol,
+    Required,
+    TypedDict,
+    TypeVar,
+    Unpack,
+)
 
-from ..types import AttemptTimeoutArg, TimeoutArg
+from .._pipeline.answers import REPLIES, Reply
+from ..retry import RetryPolicy
+from ..types import CallOptions
 
 if TYPE_CHECKING:
     from .._pipeline.run import Decoder, StreamDecoder
     from ..clock import Clock
-    from ..retry import RetryPolicy
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+OPTION_NAMES = CallOptions.__optional_keys__
+"""The names a caller may give a call (``timeout``, ``attempt_timeout``, ``retry``,
+``extra_headers``, ``extra_query``)."""
 
 
-class CallOptions(TypedDict, total=False):
-    """A call's options, declared once: what a sub-client may give ``Send``.
+class SendFields(TypedDict, total=False):
+    """What a sub-client itself tells ``Send`` of a call, beside the caller's options.
 
-    The pipeline's ``Call`` has a field of each name (``host`` becomes its URL, ``retry``
-    its ``policy``); what is left out takes the client's default.
+    The pipeline's ``Call`` has a field of each name (``host`` becomes its URL); what is
+    left out takes the ``Call``'s default.
     """
 
     host: Literal["api", "account"]
     """Which base URL: the verification host (default) or the account host."""
     idempotent: Required[bool]
     """Whether the call is safe to repeat (retries may send it again)."""
-    timeout: TimeoutArg | Literal["default"]
-    """Bound of the whole call, in seconds (None: none)."""
-    attempt_timeout: AttemptTimeoutArg | Literal["default"]
-    """Limit of each HTTP exchange (seconds or a ``Timeout``)."""
-    retry: RetryPolicy | None
-    """How failures are retried (None: the client's policy)."""
+    operation: str
+    """The SDK call this is (``jobs.get``): traces name their spans after it."""
     authenticate: bool
     """Send the client's credentials (False: login and refresh)."""
     ambiguous: bool
@@ -39,26 +55,76 @@ class CallOptions(TypedDict, total=False):
     """Turns a 2xx body into data (None: JSON)."""
     stream_decode: StreamDecoder | None
     """Receives a 2xx response streamed, body unread."""
-    reply: bool
-    """Return a ``Reply`` (data and response metadata), not the data alone."""
-    operation: str
-    """The SDK call this is (``jobs.get``): traces name their spans after it."""
-    extra_headers: Mapping[str, str] | None
-    """Headers of this call's own, over the client's (never its authentication)."""
-    extra_query: Mapping[str, str] | None
-    """Query parameters added to this call's URL."""
 
 
 class Send(Protocol):
-    """Run one call through the client's pipeline.
+    """Run one call through the client's pipeline and return its decoded data.
 
-    Returns the decoded data, or with ``reply=True`` a ``Reply``: the data with the
-    metadata of the response that carried it.
+    ``options`` are the caller's, passed on whole and checked there (``check_options``);
+    ``fields`` are the sub-client's own.
     """
 
     def __call__(
-        self, method: str, path: str, body: Any = None, /, **options: Unpack[CallOptions]
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        options: CallOptions | None = None,
+        /,
+        **fields: Unpack[SendFields],
     ) -> Awaitable[Any]: ...
+
+
+def check_options(operation: str, options: Mapping[str, object]) -> None:
+    """``TypeError`` naming a caller's option that is not one of ``CallOptions``, or a
+    ``retry`` that is no ``RetryPolicy``: a misspelt name must not pass unnoticed (the
+    timeouts' and the extras' values are checked where they are read)."""
+    if not options.keys() <= OPTION_NAMES:
+        unknown = sorted(options.keys() - OPTION_NAMES)[0]
+        raise TypeError(
+            f"{operation or 'the call'}() got an unexpected keyword argument {unknown!r};"
+            f" a call's options are {', '.join(sorted(OPTION_NAMES))}"
+        )
+    retry = options.get("retry")
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise TypeError(f"retry must be a RetryPolicy or None, got {type(retry).__name__}")
+
+
+def with_reply(
+    method: Callable[P, Awaitable[T]], operation: str | None
+) -> Callable[P, Awaitable[Reply[T]]]:
+    """``method``, returning its data in the ``Reply`` of its call named ``operation``
+    (the last one it made; None: the last call of any kind).
+
+    The pipeline hands the replies of a task's calls to whoever listens; this listens
+    around one call of ``method``, and passes what it heard on to a listener outside.
+    """
+
+    @functools.wraps(method)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> Reply[T]:
+        outer = REPLIES.get()
+        replies: list[tuple[str, Reply[Any]]] = []
+        token = REPLIES.set(replies)
+        try:
+            data = await method(*args, **kwargs)
+        finally:
+            REPLIES.reset(token)
+            if outer is not None:
+                outer.extend(replies)
+        mine = [r for op, r in replies if operation is None or op == operation]
+        if not mine:
+            return Reply(data)  # no single response carried it
+        last = mine[-1]
+        return Reply(
+            data,
+            last.status,
+            last.headers,
+            attempts=last.attempts,
+            elapsed=last.elapsed,
+            request_id=last.request_id,
+        )
+
+    return call
 
 
 class Owner(Protocol):

@@ -5,15 +5,14 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Unpack
 
 from .._core import validate as v
 from .._pipeline.incremental import Sliced, StreamDecode
 from ..converter import format_timestamp, structure
 from ..models import Entry
-from ..retry import RetryPolicy
-from ..types import AttemptTimeoutArg, TimeoutArg
-from ._base import Resource
+from ..types import CallOptions
+from ._base import Resource, with_reply
 
 if TYPE_CHECKING:  # bulk and sync load on first use, to keep `import svc_async` light
     from collections.abc import Callable
@@ -74,22 +73,11 @@ class Entries(Resource):
         *,
         updated_after: dt.datetime | None = None,
         fields: Iterable[Mapping[str, Any]] | None = None,
-        timeout: TimeoutArg | Literal["default"] = "default",
-        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
-        retry: RetryPolicy | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-        extra_query: Mapping[str, str] | None = None,
+        **options: Unpack[CallOptions],
     ) -> builtins.list[Entry]:
         """Entries of one event; ``updated_after`` (aware datetime) keeps recent changes only."""
         path = EVENT_PATH.format(id=v.positive_id(event_id, "event_id"))
-        return await self._fetch(
-            path,
-            filter_body(updated_after, fields),
-            timeout,
-            attempt_timeout,
-            retry,
-            {"extra_headers": extra_headers, "extra_query": extra_query},
-        )
+        return await self._fetch(path, filter_body(updated_after, fields), options)
 
     async def for_season(
         self,
@@ -97,43 +85,23 @@ class Entries(Resource):
         *,
         updated_after: dt.datetime | None = None,
         fields: Iterable[Mapping[str, Any]] | None = None,
-        timeout: TimeoutArg | Literal["default"] = "default",
-        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
-        retry: RetryPolicy | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-        extra_query: Mapping[str, str] | None = None,
+        **options: Unpack[CallOptions],
     ) -> builtins.list[Entry]:
         """Entries of one season; filters as for ``for_event``."""
         path = SEASON_PATH.format(id=v.positive_id(season_id, "season_id"))
-        return await self._fetch(
-            path,
-            filter_body(updated_after, fields),
-            timeout,
-            attempt_timeout,
-            retry,
-            {"extra_headers": extra_headers, "extra_query": extra_query},
-        )
+        return await self._fetch(path, filter_body(updated_after, fields), options)
 
     async def _fetch(
-        self,
-        path: str,
-        body: dict[str, Any] | None,
-        timeout: TimeoutArg | Literal["default"],
-        attempt_timeout: AttemptTimeoutArg | Literal["default"],
-        retry: RetryPolicy | None,
-        extras: Mapping[str, Mapping[str, str] | None] | None = None,
+        self, path: str, body: dict[str, Any] | None, options: CallOptions | None = None
     ) -> builtins.list[Entry]:
+        """The entries at ``path``, structured in slices as they stream."""
         with self._decoder() as decoder:
             data = await self._send(
                 "POST",
                 path,
                 body,
+                options,
                 idempotent=True,
-                timeout=timeout,
-                attempt_timeout=attempt_timeout,
-                retry=retry,
-                extra_headers=(extras or {}).get("extra_headers"),
-                extra_query=(extras or {}).get("extra_query"),
                 stream_decode=decoder,
                 operation=_operation(path),
             )
@@ -142,31 +110,22 @@ class Entries(Resource):
     async def _fetch_event_entries(
         self, event_id: int, body: dict[str, Any] | None
     ) -> builtins.list[Entry]:
-        return await self._fetch(EVENT_PATH.format(id=event_id), body, "default", "default", None)
+        return await self._fetch(EVENT_PATH.format(id=event_id), body)
 
     async def _fetch_season_entries(
         self, season_id: int, body: dict[str, Any] | None
     ) -> builtins.list[Entry]:
-        path = SEASON_PATH.format(id=season_id)
-        return await self._fetch(path, body, "default", "default", None)
+        return await self._fetch(SEASON_PATH.format(id=season_id), body)
 
     async def _fetch_event(
         self, event_id: int, updated_after: dt.datetime | None
     ) -> tuple[builtins.list[Entry], ResponseMeta | None]:
-        """One event's entries with the metadata of their answer (for sync's watermark)."""
+        """One event's entries with the metadata of their answer (for sync's watermark),
+        heard as ``with_raw_response`` hears it."""
         path = EVENT_PATH.format(id=v.positive_id(event_id, "event_id"))
-        body = filter_body(updated_after, None)
-        with self._decoder() as decoder:
-            reply = await self._send(
-                "POST",
-                path,
-                body,
-                idempotent=True,
-                reply=True,
-                stream_decode=decoder,
-                operation="entries.for_event",
-            )
-        return _entries(reply.data), reply.meta
+        fetch = with_reply(self._fetch, "entries.for_event")
+        reply = await fetch(path, filter_body(updated_after, None))
+        return reply.data, reply.meta
 
     def for_events(
         self,

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, Literal
+from collections.abc import AsyncIterator
+from typing import Any, Unpack
 
 from .._core import validate as v
 from ..converter import structure
 from ..models import Event
-from ..retry import RetryPolicy
-from ..types import AttemptTimeoutArg, TimeoutArg
+from ..types import CallOptions
 from ._base import Resource
 from .pagination import iter_offset
 
@@ -26,11 +25,7 @@ class Events(Resource):
         organisation_id: int | None = None,
         limit: int | None = None,
         offset: int | None = None,
-        timeout: TimeoutArg | Literal["default"] = "default",
-        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
-        retry: RetryPolicy | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-        extra_query: Mapping[str, str] | None = None,
+        **options: Unpack[CallOptions],
     ) -> builtins.list[Event]:
         """One page of events (the service's default page is 25, its maximum 100).
 
@@ -45,16 +40,7 @@ class Events(Resource):
         if organisation_id is not None:
             body["organisationId"] = v.positive_id(organisation_id, "organisation_id")
         data = await self._send(
-            "POST",
-            PATH,
-            body or None,
-            idempotent=True,
-            timeout=timeout,
-            attempt_timeout=attempt_timeout,
-            retry=retry,
-            extra_headers=extra_headers,
-            extra_query=extra_query,
-            operation="events.list",
+            "POST", PATH, body or None, options, idempotent=True, operation="events.list"
         )
         return structure(data, builtins.list[Event])
 

@@ -8,9 +8,8 @@ import datetime as dt
 import hashlib
 import logging
 import uuid
-import warnings
-from collections.abc import AsyncGenerator, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING, Any, Unpack
 
 import attrs
 
@@ -26,9 +25,8 @@ from ..models import (
     JobSearchResults,
     VerificationJob,
 )
-from ..retry import RetryPolicy
-from ..types import AttemptTimeoutArg, TimeoutArg
-from ._base import Resource
+from ..types import CallOptions
+from ._base import Resource, check_options
 from .pagination import iter_counted
 
 if TYPE_CHECKING:  # the poller loads on first use, to keep `import svc_async` light
@@ -119,20 +117,6 @@ def _search_statuses(value: Any, name: str = "statuses") -> builtins.list[str]:
     return [str(status) for status in items]
 
 
-def _organisation(organisation_id: Any, org_id: Any) -> int | None:
-    """The organisation a search is narrowed to, from its name or its deprecated one."""
-    if org_id is None:
-        return v.optional_id(organisation_id, "organisation_id")
-    warnings.warn(
-        "org_id= is deprecated; use organisation_id= (the name every other call uses)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    if organisation_id is not None:
-        raise TypeError("got both organisation_id= and org_id=; pass only organisation_id=")
-    return v.positive_id(org_id, "org_id")
-
-
 def _search_tags(value: Any) -> builtins.list[str]:
     """Search tags: at most 100 strings, of any length."""
     return v.tags(value, "tags", maximum=v.MAX_SEARCH_TAGS, lengths=None)
@@ -150,13 +134,9 @@ class Jobs(Resource):
         self,
         request: JobRequest,
         *,
-        timeout: TimeoutArg | Literal["default"] = "default",
-        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
-        retry: RetryPolicy | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-        extra_query: Mapping[str, str] | None = None,
         creation_tag: bool | None = None,
         idempotency_key: str | None = None,
+        **options: Unpack[CallOptions],
     ) -> VerificationJob:
         """Create a job exactly once, even when the service's answer is lost.
 
@@ -187,6 +167,7 @@ class Jobs(Resource):
         if tag is not None:
             body["tags"] = [*body["tags"], tag]
             if idempotency_key is not None:
+                check_options("jobs.create", options)  # before the lookup sends anything
                 existing = await self._lookup(tag, None)
                 if existing is not None:
                     return existing
@@ -195,12 +176,8 @@ class Jobs(Resource):
                 "POST",
                 CREATE_PATH,
                 body,
+                options,
                 idempotent=False,
-                timeout=timeout,
-                attempt_timeout=attempt_timeout,
-                retry=retry,
-                extra_headers=extra_headers,
-                extra_query=extra_query,
                 ambiguous=tag is not None,
                 operation="jobs.create",
             )
@@ -278,26 +255,11 @@ class Jobs(Resource):
     async def get(
         self,
         job_id: int,
-        *,
-        timeout: TimeoutArg | Literal["default"] = "default",
-        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
-        retry: RetryPolicy | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-        extra_query: Mapping[str, str] | None = None,
+        **options: Unpack[CallOptions],
     ) -> VerificationJob:
         """One job in full, with its recording and licence data once processed."""
         path = f"{GET_PATH_PREFIX}{v.positive_id(job_id, 'job_id')}"
-        data = await self._send(
-            "GET",
-            path,
-            idempotent=True,
-            timeout=timeout,
-            attempt_timeout=attempt_timeout,
-            retry=retry,
-            extra_headers=extra_headers,
-            extra_query=extra_query,
-            operation="jobs.get",
-        )
+        data = await self._send("GET", path, None, options, idempotent=True, operation="jobs.get")
         return structure(data, VerificationJob)
 
     async def search(
@@ -306,21 +268,15 @@ class Jobs(Resource):
         tags: builtins.list[str] | tuple[str, ...] = (),
         statuses: builtins.list[str] | tuple[str, ...] = (),
         organisation_id: int | None = None,
-        org_id: int | None = None,
         limit: int = 25,
         offset: int = 0,
-        timeout: TimeoutArg | Literal["default"] = "default",
-        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
-        retry: RetryPolicy | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-        extra_query: Mapping[str, str] | None = None,
+        **options: Unpack[CallOptions],
     ) -> JobSearchResults:
         """One page of jobs carrying ALL ``tags`` (none: every job); ``count`` is the total.
 
-        ``organisation_id`` narrows the search to one organisation (``org_id`` is its
-        deprecated name).
+        ``organisation_id`` narrows the search to one organisation.
         """
-        organisation = _organisation(organisation_id, org_id)
+        organisation = v.optional_id(organisation_id, "organisation_id")
         body: dict[str, Any] = {
             "tags": _search_tags(tags),
             "statuses": _search_statuses(statuses),
@@ -330,16 +286,7 @@ class Jobs(Resource):
         if organisation is not None:
             body["orgId"] = organisation
         data = await self._send(
-            "POST",
-            SEARCH_PATH,
-            body,
-            idempotent=True,
-            timeout=timeout,
-            attempt_timeout=attempt_timeout,
-            retry=retry,
-            extra_headers=extra_headers,
-            extra_query=extra_query,
-            operation="jobs.search",
+            "POST", SEARCH_PATH, body, options, idempotent=True, operation="jobs.search"
         )
         return structure(data, JobSearchResults)
 
@@ -349,7 +296,6 @@ class Jobs(Resource):
         tags: builtins.list[str] | tuple[str, ...] = (),
         statuses: builtins.list[str] | tuple[str, ...] = (),
         organisation_id: int | None = None,
-        org_id: int | None = None,
         page_size: int = 25,
         concurrency: int = 4,
     ) -> AsyncGenerator[VerificationJob, None]:
@@ -362,11 +308,10 @@ class Jobs(Resource):
         ``count`` says more exist, and when fewer jobs were seen than ``count`` the
         search is read once more from the start (see ``pagination.iter_counted``). Jobs
         present throughout are yielded exactly once; jobs added meanwhile at most once.
-        ``org_id`` is the deprecated name of ``organisation_id``.
         """
         tag_list = _search_tags(tags)
         status_list = _search_statuses(statuses)
-        organisation = _organisation(organisation_id, org_id)
+        organisation = v.optional_id(organisation_id, "organisation_id")
         size = v.count(page_size, "page_size", minimum=1, maximum=v.MAX_PAGE_SIZE)
         workers = v.count(concurrency, "concurrency", minimum=1, maximum=64)
 

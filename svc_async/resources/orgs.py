@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
-from typing import Literal
+from typing import Unpack
 
 from ..converter import structure
 from ..models import Organisation
-from ..retry import RetryPolicy
-from ..types import AttemptTimeoutArg, TimeoutArg
+from ..types import CallOptions
 from ._base import Resource
 
 PATH = "/api/orgs/me"
@@ -18,27 +16,10 @@ PATH = "/api/orgs/me"
 class Orgs(Resource):
     """The organisations the account can access, including child organisations."""
 
-    async def list(
-        self,
-        *,
-        timeout: TimeoutArg | Literal["default"] = "default",
-        attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
-        retry: RetryPolicy | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-        extra_query: Mapping[str, str] | None = None,
-    ) -> builtins.list[Organisation]:
+    async def list(self, **options: Unpack[CallOptions]) -> builtins.list[Organisation]:
         """Every organisation the account can access."""
         data = await self._send(
-            "GET",
-            PATH,
-            host="account",
-            idempotent=True,
-            timeout=timeout,
-            attempt_timeout=attempt_timeout,
-            retry=retry,
-            extra_headers=extra_headers,
-            extra_query=extra_query,
-            operation="orgs.list",
+            "GET", PATH, None, options, host="account", idempotent=True, operation="orgs.list"
         )
         return structure(data, builtins.list[Organisation])
 

@@ -21,7 +21,6 @@ import inspect
 import logging
 import math
 import random
-import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
 
@@ -122,24 +121,7 @@ def _statuses(value: Iterable[str]) -> frozenset[str]:
     return frozenset(str(s) for s in value)
 
 
-_OLD_NAMES = {
-    "initial": "wait_initial",
-    "multiplier": "wait_exp_base",
-    "max_interval": "wait_max",
-    "jitter": "wait_jitter",
-}
-"""PollPolicy's names before it spoke RetryPolicy's (stamina's) vocabulary: deprecated."""
-
-
-_DEFAULT_WAITS = {"wait_initial": 1.0, "wait_exp_base": 1.5, "wait_max": 15.0, "wait_jitter": 0.1}
-
-
-def _renamed(old: str) -> str:
-    new = _OLD_NAMES[old]
-    return f"PollPolicy({old}=...) is deprecated; use {new}= (the name RetryPolicy uses)"
-
-
-@attrs.frozen(kw_only=True, init=False)
+@attrs.frozen(kw_only=True)
 class PollPolicy:
     """How ``jobs.wait`` polls, in the backoff words of ``RetryPolicy``.
 
@@ -155,9 +137,6 @@ class PollPolicy:
     ``finished_statuses`` end a wait (so does a non-empty ``errorMessage``); unknown
     statuses mean "still running". While a webhook receiver is attached, pauses are
     multiplied by ``webhook_factor`` since the delivery should come first.
-
-    The names ``initial``, ``multiplier``, ``max_interval`` and ``jitter`` still work, as
-    arguments and attributes, with a ``DeprecationWarning``; they go in the next release.
     """
 
     wait_initial: float = 1.0
@@ -169,48 +148,6 @@ class PollPolicy:
         default=FINISHED_JOB_STATUSES, converter=_statuses
     )
     webhook_factor: float = 4.0
-
-    def __init__(
-        self,
-        *,
-        wait_initial: float = 1.0,
-        wait_exp_base: float = 1.5,
-        wait_max: float = 15.0,
-        wait_jitter: float = 0.1,
-        timeout: float | None = 600.0,
-        finished_statuses: Iterable[str] = FINISHED_JOB_STATUSES,
-        webhook_factor: float = 4.0,
-        initial: float | None = None,
-        multiplier: float | None = None,
-        max_interval: float | None = None,
-        jitter: float | None = None,
-    ) -> None:
-        waits = {
-            "wait_initial": wait_initial,
-            "wait_exp_base": wait_exp_base,
-            "wait_max": wait_max,
-            "wait_jitter": wait_jitter,
-        }
-        old = {
-            "initial": initial,
-            "multiplier": multiplier,
-            "max_interval": max_interval,
-            "jitter": jitter,
-        }
-        for name, value in old.items():
-            if value is None:
-                continue
-            new = _OLD_NAMES[name]
-            warnings.warn(_renamed(name), DeprecationWarning, stacklevel=2)
-            if waits[new] != _DEFAULT_WAITS[new]:
-                raise TypeError(f"PollPolicy got both {name}= and {new}=; pass only {new}=")
-            waits[new] = value
-        self.__attrs_init__(
-            **waits,
-            timeout=timeout,
-            finished_statuses=finished_statuses,
-            webhook_factor=webhook_factor,
-        )
 
     def __attrs_post_init__(self) -> None:
         _positive(self.wait_initial, "wait_initial")
@@ -226,30 +163,6 @@ class PollPolicy:
             raise ValueError("webhook_factor must be at least 1")
         if not self.finished_statuses:
             raise ValueError("finished_statuses must not be empty")
-
-    @property
-    def initial(self) -> float:
-        """Deprecated name of ``wait_initial``."""
-        warnings.warn(_renamed("initial"), DeprecationWarning, stacklevel=2)
-        return self.wait_initial
-
-    @property
-    def multiplier(self) -> float:
-        """Deprecated name of ``wait_exp_base``."""
-        warnings.warn(_renamed("multiplier"), DeprecationWarning, stacklevel=2)
-        return self.wait_exp_base
-
-    @property
-    def max_interval(self) -> float:
-        """Deprecated name of ``wait_max``."""
-        warnings.warn(_renamed("max_interval"), DeprecationWarning, stacklevel=2)
-        return self.wait_max
-
-    @property
-    def jitter(self) -> float:
-        """Deprecated name of ``wait_jitter``."""
-        warnings.warn(_renamed("jitter"), DeprecationWarning, stacklevel=2)
-        return self.wait_jitter
 
     def interval(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after poll number ``attempt`` (1-based), jitter included."""

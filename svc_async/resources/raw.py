@@ -14,17 +14,17 @@ settled by a search after an ambiguous failure has no response of its own: its r
 ``entries.for_events``, ``jobs.wait_many``...) have no single response and are not on
 this view.
 
-The calls themselves are the plain sub-clients' (one code path): a wrapper notes the
-replies the pipeline hands it for this task, and returns the one its call names.
+The calls themselves are the plain sub-clients' (one code path), as in openai-python's
+``to_raw_response_wrapper``: a wrapper (``with_reply``) notes the replies the pipeline
+hands it for this task, and returns the one its call names. The options a call takes
+are the plain call's, so nothing about them is repeated here.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from .._pipeline.answers import REPLIES, Reply
+from ._base import with_reply
 
 if TYPE_CHECKING:
     from .entries import Entries
@@ -34,39 +34,6 @@ if TYPE_CHECKING:
     from .seasons import Seasons
 
 __all__ = ["RawResponses", "with_reply"]
-
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-def with_reply(
-    method: Callable[P, Awaitable[T]], operation: str | None
-) -> Callable[P, Awaitable[Reply[T]]]:
-    """``method``, returning its data in the ``Reply`` of its call named ``operation``
-    (the last one it made; None: the last call of any kind)."""
-
-    @functools.wraps(method)
-    async def call(*args: P.args, **kwargs: P.kwargs) -> Reply[T]:
-        replies: list[tuple[str, Reply[Any]]] = []
-        token = REPLIES.set(replies)
-        try:
-            data = await method(*args, **kwargs)
-        finally:
-            REPLIES.reset(token)
-        mine = [r for op, r in replies if operation is None or op == operation]
-        if not mine:
-            return Reply(data)  # no single response carried it
-        last = mine[-1]
-        return Reply(
-            data,
-            last.status,
-            last.headers,
-            attempts=last.attempts,
-            elapsed=last.elapsed,
-            request_id=last.request_id,
-        )
-
-    return call
 
 
 class _View:

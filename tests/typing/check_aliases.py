@@ -27,7 +27,7 @@ async def check(svc: Client) -> None:
         pass
     async for _ in svc.entries.for_events([1], progress=_events):
         pass
-    for timeout in (1.5, Timeout(total=3.0), None):
+    for timeout in (1.5, None):
         limit: TimeoutArg = timeout
         await svc.jobs.get(1, timeout=limit)
         await svc.seasons.list(timeout=limit)
