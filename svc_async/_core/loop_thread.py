@@ -58,9 +58,14 @@ class LoopThread:
         """The process's loop thread: one per process, a new one in a forked child."""
         with cls._process_lock:
             current = cls._process
-            if current is None or current.pid != os.getpid() or current._closed:
+            if current is None or current.pid != os.getpid() or current.closed:
                 current = cls._process = cls()
             return current
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+        return self._closed
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
