@@ -44,8 +44,10 @@ from .retry import RetryBudget, RetryPolicy
 from .types import AttemptTimeoutArg, CallOptions, Progress, TimeoutArg
 
 if TYPE_CHECKING:  # downloads, webhooks and tracing load on first use
+    from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
+    from ._pipeline.metrics import Metrics
     from .resources.downloads import DownloadResult
     from .resources.raw import RawResponses
     from .webhooks.receiver import WebhookReceiver
@@ -188,7 +190,10 @@ class Client:
     poll and backoff reads the time and sleeps (default: the system clock; tests pass
     ``svc_async.testing.VirtualClock``). ``tracing=True`` (the ``otel`` extra) runs each
     call in an OpenTelemetry span of the global tracer provider, or of the
-    ``TracerProvider`` given (see ``svc_async._pipeline.tracing``). ``fleet`` (default
+    ``TracerProvider`` given (see ``svc_async._pipeline.tracing``). ``metrics=True`` (the
+    same extra) records OpenTelemetry metrics (request durations, retries, 429s, pacing
+    holds, the rate limit left, job waits) on the global meter provider, or on the
+    ``MeterProvider`` given. ``fleet`` (default
     ``SVC_FLEET_URL``) is a Redis URL: every client of the account given it draws from
     one rate budget. ``account`` names that account in the fleet (any string, the same on
     every client and ``WebhookReceiver`` of it); without it the account is told by the
@@ -224,6 +229,7 @@ class Client:
         retry_budget: RetryBudget | None = None,
         creation_tags: bool = True,
         tracing: bool | TracerProvider = False,
+        metrics: bool | MeterProvider = False,
         clock: Clock | None = None,
         fleet: str | None = None,
         account: str | None = None,
@@ -243,7 +249,9 @@ class Client:
         owned_receiver = _owned_receiver(fleet, webhooks, account, clock)
         if owned_receiver is not None:
             webhooks = owned_receiver
-        observers = _observers(tracing, event_hooks)
+        self.metrics = _metrics(metrics)
+        """The OpenTelemetry instruments of ``metrics=`` (None when off)."""
+        observers = _observers(tracing, event_hooks, self.metrics, clock)
         transport = _default_transport(transport, proxy, trust_env)
         whole, per = _split(timeout, attempt_timeout)
         self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
@@ -746,15 +754,32 @@ def _default_transport(
     return transport
 
 
-def _observers(tracing: object, event_hooks: Any) -> tuple[Any, ...]:
-    """Who hears every call: the tracer (``tracing=``) and the event hooks, if any."""
+def _observers(
+    tracing: object, event_hooks: Any, metrics: Metrics | None, clock: Clock
+) -> tuple[Any, ...]:
+    """Who hears every call: the tracer (``tracing=``), the metrics (``metrics=``) and the
+    event hooks, if any."""
     trace = _trace_hook(tracing)
     hooks = None
     if event_hooks is not None:
         from .hooks import EventHooks
 
         hooks = EventHooks(event_hooks)
-    return tuple(o for o in (trace, hooks) if o)
+    measure = metrics.observer(clock) if metrics is not None else None
+    return tuple(o for o in (trace, measure, hooks) if o)
+
+
+def _metrics(setting: object) -> Metrics | None:
+    """The instruments of ``Client(metrics=...)``: None when off (nothing imported)."""
+    if setting is False or setting is None:
+        return None
+    try:
+        from ._pipeline.metrics import metrics_for
+    except ImportError as exc:
+        raise ImportError(
+            "Client(metrics=...) needs OpenTelemetry: pip install 'svc-async[otel]'"
+        ) from exc
+    return metrics_for(setting)
 
 
 def _trace_hook(tracing: object) -> Any:
