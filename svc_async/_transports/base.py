@@ -34,34 +34,9 @@ from ..errors import (
     TransportError,
 )
 from ..redact import redact_headers, redact_text, redact_url
-from ..types import Timeout
+from ..types import Timeout as Timeout  # re-exported: the type of Request.timeout
 from .cutoff import Cut, Cutoffs
 from .proxy import Route
-
-__all__ = [
-    "CONNECT_REASONS",
-    "DEFAULT_MAX_BODY",
-    "Request",
-    "Response",
-    "StreamResponse",
-    "StreamingTransport",
-    "Timeout",
-    "Transport",
-    "cannot_connect",
-    "capped_body",
-    "capped_chunks",
-    "check_headers",
-    "connect_timeout",
-    "connection_lost",
-    "declared_length",
-    "failed",
-    "header_refused",
-    "json_response",
-    "os_reason",
-    "raised_instead",
-    "timed_out",
-    "where",
-]
 
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
 """Largest API response body accepted, after decompression (bytes)."""

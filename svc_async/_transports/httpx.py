@@ -11,6 +11,12 @@ It keeps every promise of ``AiohttpTransport``: each exchange ends at
 same ``TransportError`` subclasses with the same wording; and proxies come from
 ``proxy=`` or, with ``trust_env``, from ``HTTPS_PROXY``, ``HTTP_PROXY`` and
 ``NO_PROXY``, routed by the same rule (``ProxyError`` when a proxy refuses).
+
+The body is decoded here, not by httpx, because httpx's decoders break the promise of
+a bounded read: its ``GZipDecoder`` and ``DeflateDecoder`` call zlib's ``decompress``
+on each network read with no ``max_length``, so one 64 KB read of a gzip bomb becomes
+about 64 MB in memory before any size can be checked (``aiter_bytes(chunk_size)`` only
+cuts what is already inflated). ``_decoded`` inflates at most ``_PIECE`` bytes a step.
 """
 
 from __future__ import annotations
@@ -311,9 +317,10 @@ def _headers_of(
 async def _decoded(resp: httpx.Response, request: Request) -> AsyncIterator[bytes]:
     """The body as sent, decoded from gzip or deflate a bounded piece at a time.
 
-    httpx's own decoder unpacks each network read whole (a 64 KB read of a gzip bomb is
-    64 MB); here no step gives more than ``_PIECE`` bytes, so the cap stops a bomb in
-    time. An encoding not asked for (not gzip or deflate) is passed on as sent.
+    httpx's own decoder inflates each network read whole, without a bound (a 64 KB read
+    of a gzip bomb is about 64 MB); here no step gives more than ``_PIECE`` bytes, so
+    the cap stops a bomb in time. An encoding not asked for (not gzip or deflate) is
+    passed on as sent.
     """
     encoding = resp.headers.get("content-encoding", "").strip().lower()
     if encoding not in _WBITS:
