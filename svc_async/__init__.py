@@ -9,15 +9,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ._core.loop_thread import LoopThread
 from ._pipeline.answers import Reply
 from ._pipeline.ratelimit import Pacer
-from ._transports.base import (
-    AiohttpTransport,
-    MockTransport,
-    Request,
-    Response,
-    Timeout,
-    Transport,
-    json_response,
-)
+from ._transports.aiohttp import AiohttpTransport
+from ._transports.base import Request, Response, Timeout, Transport, json_response
+from ._transports.mock import MockTransport
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, HeaderAuth
 from .client import Client

@@ -26,7 +26,8 @@ from ._core import validate as _validate
 from ._core.compat import caller_frame
 from ._pipeline.ratelimit import Pacer, Pacing
 from ._pipeline.run import Call, Env, Tracker, deadline_scope, run
-from ._transports.base import AiohttpTransport, Timeout, Transport
+from ._transports.aiohttp import AiohttpTransport
+from ._transports.base import Timeout, Transport
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
 from .clock import SYSTEM_CLOCK, Clock, running_loop, wait_tasks, within

@@ -7,10 +7,9 @@ extra) is loaded on first use.
 
 from typing import TYPE_CHECKING, Any
 
+from ._transports.aiohttp import AiohttpTransport
 from ._transports.base import (
     DEFAULT_MAX_BODY,
-    AiohttpTransport,
-    MockTransport,
     Request,
     Response,
     StreamingTransport,
@@ -20,6 +19,7 @@ from ._transports.base import (
     capped_chunks,
     json_response,
 )
+from ._transports.mock import MockTransport
 from .types import Timeout
 
 if TYPE_CHECKING:

@@ -19,7 +19,8 @@ import yarl
 from aiohttp import web
 
 from svc_async._core import compat as _compat
-from svc_async._transports.base import AiohttpTransport, Request
+from svc_async._transports.aiohttp import AiohttpTransport
+from svc_async._transports.base import Request
 from svc_async.clock import SYSTEM_CLOCK, until, wait_tasks, within
 
 

@@ -12,7 +12,7 @@ import yarl
 from aiohttp.client_reqrep import ConnectionKey
 
 from svc_async import AiohttpTransport, ConnectError, Request, Timeout
-from svc_async._transports.base import _wrap_error
+from svc_async._transports.aiohttp import _wrap_error
 from svc_async.cli import ExitCode, main
 from svc_async.redact import redact_text
 

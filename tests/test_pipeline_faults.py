@@ -32,7 +32,7 @@ from svc_async import (
     RetryPolicy,
     json_response,
 )
-from svc_async._transports.base import AiohttpTransport
+from svc_async._transports.aiohttp import AiohttpTransport
 from svc_async.auth import BearerAuth, HeaderAuth
 from svc_async.testing import FakeService, VirtualClock
 from svc_async.testing.faults import FaultConfig

@@ -11,6 +11,12 @@ It keeps every promise of ``AiohttpTransport``: each exchange ends at
 same ``TransportError`` subclasses with the same wording; and proxies come from
 ``proxy=`` or, with ``trust_env``, from ``HTTPS_PROXY``, ``HTTP_PROXY`` and
 ``NO_PROXY``, routed by the same rule (``ProxyError`` when a proxy refuses).
+
+The body is decoded here, not by httpx, because httpx's decoders break the promise of
+a bounded read: its ``GZipDecoder`` and ``DeflateDecoder`` call zlib's ``decompress``
+on each network read with no ``max_length``, so one 64 KB read of a gzip bomb becomes
+about 64 MB in memory before any size can be checked (``aiter_bytes(chunk_size)`` only
+cuts what is already inflated). ``_decoded`` inflates at most ``_PIECE`` bytes a step.
 """
 
 from __future__ import annotations
@@ -32,24 +38,23 @@ import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ..clock import running_loop
-from ..errors import (
-    ConnectError,
-    ConnectionLostError,
-    ConnectTimeout,
-    RequestTimeout,
-    TransportError,
-)
-from ..redact import redact_text, redact_url
+from ..errors import ConnectionLostError, TransportError
+from ..redact import redact_text
+from ..types import Timeout
 from .base import (
-    _CONNECT_REASONS,
     DEFAULT_MAX_BODY,
     Request,
     Response,
     StreamResponse,
-    Timeout,
-    _capped,
-    _check_headers,
-    _raised_instead,
+    cannot_connect,
+    capped_chunks,
+    check_headers,
+    connect_timeout,
+    connection_lost,
+    failed,
+    os_reason,
+    raised_instead,
+    timed_out,
 )
 from .cutoff import Cutoffs
 from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
@@ -137,13 +142,15 @@ class HttpxTransport:
             resp, route = await self._open(request, timeout, loop)
             try:
                 headers = _headers_of(resp, route, request)
-                chunks = _capped(headers, _decoded(resp, request), self.max_body_size, request)
+                chunks = capped_chunks(
+                    headers, _decoded(resp, request), self.max_body_size, request
+                )
                 content = b"".join([chunk async for chunk in chunks])
             finally:
                 await resp.aclose()
             response = Response(resp.status_code, headers, content)
         except BaseException as exc:
-            instead = _raised_instead(
+            instead = raised_instead(
                 self._cutoffs, cut, exc, request, timeout.total, _wrap_error, self._route
             )
             if instead is None:
@@ -170,7 +177,7 @@ class HttpxTransport:
             finally:
                 await resp.aclose()
         except BaseException as exc:
-            instead = _raised_instead(
+            instead = raised_instead(
                 self._cutoffs,
                 cut,
                 exc,
@@ -190,7 +197,7 @@ class HttpxTransport:
         self, request: Request, timeout: Timeout, loop: asyncio.AbstractEventLoop
     ) -> tuple[httpx.Response, Route | None]:
         """Start ``request`` (its headers checked first, as aiohttp's are); never redirects."""
-        _check_headers(request)
+        check_headers(request)
         route = self._route(request)
         pool = self._pool(route, loop)
         headers = [(k.encode("latin-1"), v.encode()) for k, v in request.headers.items()]
@@ -277,7 +284,9 @@ class _HttpxStream:
 
     def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
         limit = self._limit if capped else None
-        chunks = _capped(self.headers, _decoded(self._resp, self._request), limit, self._request)
+        chunks = capped_chunks(
+            self.headers, _decoded(self._resp, self._request), limit, self._request
+        )
         return _sliced(chunks, chunk_size)
 
 
@@ -308,9 +317,10 @@ def _headers_of(
 async def _decoded(resp: httpx.Response, request: Request) -> AsyncIterator[bytes]:
     """The body as sent, decoded from gzip or deflate a bounded piece at a time.
 
-    httpx's own decoder unpacks each network read whole (a 64 KB read of a gzip bomb is
-    64 MB); here no step gives more than ``_PIECE`` bytes, so the cap stops a bomb in
-    time. An encoding not asked for (not gzip or deflate) is passed on as sent.
+    httpx's own decoder inflates each network read whole, without a bound (a 64 KB read
+    of a gzip bomb is about 64 MB); here no step gives more than ``_PIECE`` bytes, so
+    the cap stops a bomb in time. An encoding not asked for (not gzip or deflate) is
+    passed on as sent.
     """
     encoding = resp.headers.get("content-encoding", "").strip().lower()
     if encoding not in _WBITS:
@@ -354,11 +364,7 @@ class _Inflater:
 
 
 def _undecodable(request: Request, encoding: str) -> ConnectionLostError:
-    where = f"{request.method} {redact_url(request.url)}"
-    return ConnectionLostError(
-        f"connection lost during {where}: the {encoding} body cannot be decoded",
-        request=request,
-    )
+    return connection_lost(request, f"the {encoding} body cannot be decoded")
 
 
 # ------------------------------------------------------------------ errors
@@ -366,27 +372,21 @@ def _undecodable(request: Request, encoding: str) -> ConnectionLostError:
 
 def _wrap_error(exc: BaseException, request: Request, route: Route | None) -> TransportError:
     """Turn an httpx/OS error into the same error ``AiohttpTransport`` raises."""
-    where = f"{request.method} {redact_url(request.url)}"
     if isinstance(exc, httpx.ProxyError):
         status, reason = _proxy_answer(str(exc))
         return proxy_refused(route, request, status, reason)
     if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
-        return ConnectTimeout(f"connect timeout on {where}", request=request)
+        return connect_timeout(request)
     if isinstance(exc, httpx.TimeoutException):
-        return RequestTimeout(f"timeout on {where}", request=request)
+        return timed_out(request)
     if isinstance(exc, httpx.ConnectError):
         reason, tls = _connect_reason(exc)
         if route is not None and not tls:
             return proxy_unreachable(route, request, reason)
-        origin = redact_url(request.url.origin())
-        return ConnectError(
-            f"cannot connect to {origin}: {reason} ({request.method} {request.url.path})",
-            request=request,
-        )
-    detail = redact_text(f"{type(exc).__name__}: {exc}")
+        return cannot_connect(request, reason)
     if isinstance(exc, httpx.TransportError | httpx.DecodingError | OSError):
-        return ConnectionLostError(f"connection lost during {where}: {detail}", request=request)
-    return TransportError(f"{where} failed: {detail}", request=request)
+        return connection_lost(request, exc)
+    return failed(request, exc)
 
 
 def _proxy_answer(message: str) -> tuple[int, str]:
@@ -436,7 +436,7 @@ def _dns_reason(errors: list[OSError]) -> str | None:
     """Why the host was not found, if one of ``errors`` says so."""
     for error in errors:
         if isinstance(error, socket.gaierror):
-            return f"host not found ({error.strerror})" if error.strerror else "host not found"
+            return os_reason(error)
     return None
 
 
@@ -446,8 +446,7 @@ def _errno_reason(errors: list[OSError]) -> str | None:
     if numbered and all(e.errno == errno.ECONNREFUSED for e in numbered):
         return "connection refused"
     for error in numbered:
-        if error.errno in _CONNECT_REASONS:
-            return _CONNECT_REASONS[error.errno]
-        if error.strerror:
-            return error.strerror[:1].lower() + error.strerror[1:]
+        reason = os_reason(error)
+        if reason is not None:
+            return reason
     return None

@@ -15,6 +15,14 @@ Proxies are ``http://`` (an ``https://`` URL is tunnelled with ``CONNECT``) or
 and never show in a message. Both transports route with this module and raise the same
 ``ProxyError``: ``proxy_refused`` when the proxy answered no, ``proxy_unreachable`` when
 it could not be reached.
+
+The routing is ours because aiohttp's ``ClientSession(trust_env=True)`` breaks its
+promise to take the proxy from the environment: it ignores https proxies
+(``helpers.proxies_from_env`` drops an ``https://`` proxy URL with the warning "HTTPS
+proxies ... are not supported, ignoring", though ``proxy=`` speaks to one), and it
+reads ``.netrc`` for the service's credentials as well as the proxy's. So the session
+keeps ``trust_env=False``, and both transports read the environment through this module
+(httpx's connection pools, which ``HttpxTransport`` drives directly, read no proxy).
 """
 
 from __future__ import annotations

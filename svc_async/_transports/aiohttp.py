@@ -1,0 +1,332 @@
+"""``AiohttpTransport``, the default: one aiohttp ``ClientSession``, and aiohttp's failures
+worded as the SDK's ``TransportError`` subclasses.
+
+It routes proxies itself (``proxy.py``) and keeps the session's ``trust_env`` off: see
+``proxy.py`` for what aiohttp's own reading of the environment gets wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import yarl
+
+from .._core.compat import abandon
+from .._core.headers import header_problem
+from ..clock import running_loop
+from ..errors import TransportError
+from ..redact import redact_text
+from ..types import Timeout
+from .base import (
+    DEFAULT_MAX_BODY,
+    Request,
+    Response,
+    StreamResponse,
+    cannot_connect,
+    capped_chunks,
+    check_headers,
+    connect_timeout,
+    connection_lost,
+    declared_length,
+    failed,
+    header_refused,
+    os_reason,
+    raised_instead,
+    timed_out,
+)
+from .cutoff import Cutoffs
+from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
+
+__all__ = ["AiohttpTransport"]
+
+
+class _AiohttpStream:
+    __slots__ = ("_limit", "_request", "_resp", "headers", "status")
+
+    def __init__(self, resp: Any, limit: int, request: Request) -> None:
+        self.status = resp.status
+        self.headers = resp.headers
+        self._resp = resp
+        self._limit = limit
+        self._request = request
+
+    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
+        chunks = self._resp.content.iter_chunked(chunk_size)
+        limit = self._limit if capped else None
+        return capped_chunks(self.headers, chunks, limit, self._request)
+
+
+class AiohttpTransport:
+    """The default transport: one aiohttp ``ClientSession``, created lazily in the loop.
+
+    Pass ``session=`` to use a session of your own; it is then never closed here.
+    Redirects are never followed (a 3xx comes back as a response), so credentials are
+    never forwarded to another origin.
+
+    ``proxy="http://user:password@host:port"`` sends every request through that proxy;
+    without it, ``trust_env=True`` (the default) takes ``HTTPS_PROXY`` / ``HTTP_PROXY``
+    from the environment, read once here, for the hosts ``NO_PROXY`` does not name, and
+    ``trust_env=False`` ignores them. A proxy that refuses, or cannot be reached, raises
+    ``ProxyError``. (The environment's ``.netrc`` is never read.)
+    """
+
+    enforces_timeout = True
+    """Each exchange ends at ``Request.timeout`` (connect, sending and reading the body
+    included), so the pipeline need not start a second timer: a ``send``'s total is cut
+    by one timer shared by every send in flight, a ``stream``'s by aiohttp's own."""
+
+    def __init__(
+        self,
+        *,
+        session: aiohttp.ClientSession | None = None,
+        limit: int = 100,
+        limit_per_host: int = 0,
+        keepalive_timeout: float = 15.0,
+        max_body_size: int = DEFAULT_MAX_BODY,
+        ssl: Any = True,
+        proxy: str | yarl.URL | None = None,
+        trust_env: bool = True,
+    ) -> None:
+        if max_body_size <= 0:
+            raise ValueError("max_body_size must be positive")
+        self._proxies = Proxies.configure(proxy, trust_env)
+        self._session = session
+        self._owns_session = session is None
+        self._limit = limit
+        self._limit_per_host = limit_per_host
+        self._keepalive_timeout = keepalive_timeout
+        self._ssl = ssl
+        self.max_body_size = max_body_size
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timeouts: dict[tuple[float | None, float | None], aiohttp.ClientTimeout] = {}
+        self._last_timeout = _DEFAULT_TIMEOUT
+        self._last_client_timeout = _untimed(_DEFAULT_TIMEOUT)
+        self._cutoffs = Cutoffs()
+
+    def __repr__(self) -> str:
+        return f"<AiohttpTransport limit={self._limit} owns_session={self._owns_session}>"
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise TransportError("transport is closed")
+        loop = self._loop
+        if self._session is not None and self._owns_session and loop and loop.is_closed():
+            # Used again after its event loop ended (a second asyncio.run()): the old
+            # session's connections died with that loop; start fresh in this one.
+            abandon(self._session)
+            self._session = None
+        if self._session is None:
+            self._loop = asyncio.get_running_loop()
+            connector = aiohttp.TCPConnector(
+                limit=self._limit,
+                limit_per_host=self._limit_per_host,
+                keepalive_timeout=self._keepalive_timeout,
+                ssl=self._ssl,
+            )
+            # Requests always carry the client's own User-Agent, so no skip_auto_headers:
+            # aiohttp takes a slower path for every request when that is set.
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
+        elif loop is None:
+            self._loop = asyncio.get_running_loop()  # the caller's session: its loop is this one
+        return self._session
+
+    def _send_timeout(self, timeout: Timeout) -> aiohttp.ClientTimeout:
+        """aiohttp's limits for a ``send``: connect and read only (``total`` is a cut).
+
+        Kept by those two: attempts bounded by a call's deadline differ in ``total`` only.
+        """
+        if timeout is self._last_timeout:  # calls mostly share the client's one Timeout
+            return self._last_client_timeout
+        key = (timeout.connect, timeout.read)
+        cached = self._timeouts.get(key)
+        if cached is None:
+            if len(self._timeouts) >= 256:
+                self._timeouts.clear()
+            cached = self._timeouts[key] = _untimed(timeout)
+        self._last_timeout, self._last_client_timeout = timeout, cached
+        return cached
+
+    def _open(
+        self, request: Request, timeout: aiohttp.ClientTimeout, loop: asyncio.AbstractEventLoop
+    ) -> Any:
+        """Start ``request`` on the session (``loop``: the running one); never redirects.
+
+        A header aiohttp would refuse is refused here first, as ``LocalProtocolError``:
+        aiohttp's own refusal is a bare ValueError from deep inside its writer.
+        """
+        check_headers(request)
+        session = self._session
+        if session is None or self._closed or self._loop is not loop:
+            session = self._get_session()
+        if self._proxies is not None:
+            route = self._proxies.route(request.url)
+            if route is not None:
+                headers: Mapping[str, str] = request.headers
+                if route.headers and request.url.scheme == "http":
+                    # Forwarded as is, so the request itself carries the credentials
+                    # (aiohttp puts proxy_headers on a CONNECT only).
+                    headers = {**request.headers, **route.headers}
+                return session.request(
+                    request.method,
+                    request.url,
+                    headers=headers,
+                    data=request.content,
+                    timeout=timeout,
+                    allow_redirects=False,
+                    proxy=route.url,
+                    proxy_headers=route.headers,
+                )
+        return session.request(
+            request.method,
+            request.url,
+            headers=request.headers,
+            data=request.content,
+            timeout=timeout,
+            allow_redirects=False,
+        )
+
+    async def send(self, request: Request) -> Response:
+        """Send ``request``; every aiohttp failure comes back as a redacted TransportError.
+
+        ``Request.timeout.total`` is enforced by one timer shared by every send in
+        flight (``cutoff.Cutoffs``), not by a timer of aiohttp's per request.
+        """
+        timeout = request.timeout or _DEFAULT_TIMEOUT
+        loop = running_loop(self._loop)
+        cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
+        try:
+            # Awaited directly rather than through ``async with``: one layer less per call.
+            resp = await self._open(request, self._send_timeout(timeout), loop)
+            try:
+                if resp.status == 407 and self._proxies is not None:
+                    self._refused_by_proxy(request, resp)
+                headers = resp.headers
+                length = declared_length(headers)
+                if length is not None and length <= self.max_body_size:
+                    content = await resp.read()  # one read of a body of known, allowed size
+                else:
+                    chunks = capped_chunks(
+                        headers, resp.content.iter_any(), self.max_body_size, request
+                    )
+                    content = b"".join([chunk async for chunk in chunks])
+            finally:
+                resp.release()
+            response = Response(resp.status, headers, content)
+        except BaseException as exc:
+            instead = raised_instead(
+                self._cutoffs, cut, exc, request, timeout.total, _wrap_error, self._route
+            )
+            if instead is None:
+                raise
+            raise instead from None
+        if cut is not None:
+            self._cutoffs.disarm(cut)
+        return response
+
+    def _route(self, request: Request) -> Route | None:
+        """The proxy ``request`` goes through (None: direct)."""
+        return None if self._proxies is None else self._proxies.route(request.url)
+
+    def _refused_by_proxy(self, request: Request, resp: aiohttp.ClientResponse) -> None:
+        """A 407 to a proxied request is the proxy's (a service never sends one)."""
+        route = self._route(request)
+        if route is not None:
+            raise proxy_refused(route, request, resp.status, resp.reason or "")
+
+    @asynccontextmanager
+    async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
+        """Open ``request`` and yield the response with its body unread."""
+        t = request.timeout or _DEFAULT_TIMEOUT
+        timeout = aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read)
+        try:
+            resp = await self._open(request, timeout, running_loop(self._loop))
+        except TransportError:
+            raise
+        except Exception as exc:
+            raise _wrap_error(exc, request, self._route(request)) from None
+        try:
+            if resp.status == 407 and self._proxies is not None:
+                self._refused_by_proxy(request, resp)
+            yield _AiohttpStream(resp, self.max_body_size, request)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _wrap_error(exc, request, self._route(request)) from None
+        finally:
+            resp.release()
+
+    async def aclose(self) -> None:
+        """Close the session if this transport created it."""
+        self._closed = True
+        if self._session is not None and self._owns_session:
+            if self._loop is not None and self._loop.is_closed():
+                abandon(self._session)  # its loop is gone: close the sockets directly
+            else:
+                await self._session.close()
+        self._session = None
+
+
+_DEFAULT_TIMEOUT = Timeout()
+"""The limits of a request that carries none."""
+
+
+def _untimed(timeout: Timeout) -> aiohttp.ClientTimeout:
+    """``timeout`` for aiohttp without ``total``: a send's total is a ``Cutoffs`` cut."""
+    return aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read)
+
+
+def _connect_reason(exc: aiohttp.ClientError) -> str:
+    """Why a connection could not be opened, in a few plain words (no aiohttp repr)."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return "TLS certificate not trusted"
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return "TLS handshake failed"
+    os_error = getattr(exc, "os_error", None)
+    if isinstance(exc, aiohttp.ClientConnectorDNSError) and not isinstance(
+        os_error, socket.gaierror
+    ):
+        detail = getattr(os_error, "strerror", None)
+        return f"host not found ({detail})" if detail else "host not found"
+    if isinstance(os_error, OSError):
+        # Every address of the host refused (e.g. localhost's IPv6 and IPv4): asyncio
+        # raises one OSError "Multiple exceptions: [Errno 111] ..., [Errno 111] ...".
+        text = str(os_error)
+        if os_error.errno is None and 0 < text.count("[Errno ") == text.count(
+            f"[Errno {errno.ECONNREFUSED}]"
+        ):
+            return "connection refused"
+        reason = os_reason(os_error)
+        if reason is not None:
+            return reason
+    return redact_text(str(os_error or exc))
+
+
+def _wrap_error(exc: BaseException, request: Request, route: Route | None = None) -> TransportError:
+    """Turn an aiohttp/OS error into ours, with URLs and headers redacted.
+
+    ``route``: the proxy the request went through, if any (its failures are ``ProxyError``).
+    """
+    if isinstance(exc, aiohttp.ClientHttpProxyError):  # a CONNECT answered other than 2xx
+        return proxy_refused(route, request, exc.status, exc.message)
+    if isinstance(exc, aiohttp.ClientProxyConnectionError) and route is not None:
+        return proxy_unreachable(route, request, _connect_reason(exc))
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return connect_timeout(request)
+    if isinstance(exc, asyncio.TimeoutError):
+        return timed_out(request)
+    if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ClientSSLError):
+        return cannot_connect(request, _connect_reason(exc))
+    if isinstance(exc, aiohttp.ClientError | OSError):
+        return connection_lost(request, exc)
+    if isinstance(exc, ValueError | TypeError):
+        # aiohttp refuses, before writing a byte, a header holding a control character
+        # (ValueError) or not a string (TypeError): never sent, and never worth a retry.
+        bad = header_problem(request.headers)
+        if bad is not None:
+            return header_refused(request, bad)
+    return failed(request, exc)

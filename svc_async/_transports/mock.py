@@ -1,0 +1,90 @@
+"""``MockTransport``: a transport that answers from a function instead of the network."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import attrs
+
+from ..errors import TransportError
+from .base import (
+    DEFAULT_MAX_BODY,
+    Request,
+    Response,
+    StreamResponse,
+    capped_body,
+    capped_chunks,
+    check_headers,
+)
+
+__all__ = ["Handler", "MockTransport"]
+
+Handler = Callable[[Request], "Response | Awaitable[Response]"]
+
+
+class _MockStream:
+    __slots__ = ("content", "headers", "limit", "request", "status")
+
+    def __init__(self, response: Response, limit: int, request: Request) -> None:
+        self.status = response.status
+        self.headers = response.headers
+        self.content = response.content
+        self.limit = limit
+        self.request = request
+
+    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
+        limit = self.limit if capped else None
+        return capped_chunks(self.headers, self._chunks(chunk_size), limit, self.request)
+
+    async def _chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
+        for start in range(0, len(self.content), chunk_size):
+            yield self.content[start : start + chunk_size]
+
+
+class MockTransport:
+    """A transport that calls ``handler(request)`` (sync or async) instead of the network.
+
+    Every request is recorded in ``requests``. A handler may raise a TransportError to
+    simulate network failures. A body over ``max_body_size`` raises
+    ``ResponseTooLargeError`` as ``AiohttpTransport`` does (streams: when capped).
+    """
+
+    def __init__(self, handler: Handler, *, max_body_size: int = DEFAULT_MAX_BODY) -> None:
+        if max_body_size <= 0:
+            raise ValueError("max_body_size must be positive")
+        self.max_body_size = max_body_size
+        self.handler = handler
+        self.requests: list[Request] = []
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"<MockTransport requests={len(self.requests)}>"
+
+    async def send(self, request: Request) -> Response:
+        """Record ``request`` and answer with the handler's response (body capped)."""
+        response = await self._answer(request)
+        capped_body(response.content, self.max_body_size, request)
+        return response
+
+    async def _answer(self, request: Request) -> Response:
+        if self.closed:
+            raise TransportError("transport is closed")
+        check_headers(request)  # as aiohttp refuses
+        self.requests.append(request)
+        result = self.handler(request)
+        if inspect.isawaitable(result):
+            result = await result
+        assert isinstance(result, Response), "MockTransport handler must return a Response"
+        return result if result.request is not None else attrs.evolve(result, request=request)
+
+    @asynccontextmanager
+    async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
+        """Answer like ``send`` and yield the body in chunks."""
+        response = await self._answer(request)
+        yield _MockStream(response, self.max_body_size, request)
+
+    async def aclose(self) -> None:
+        """Mark the transport closed."""
+        self.closed = True
