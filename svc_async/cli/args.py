@@ -20,11 +20,12 @@ exit codes:
   1    unexpected error (a bug: please report it)
   2    usage: bad arguments or options, missing URL or credentials, or a
        request refused before sending (a header value with a newline)
-  3    authentication or permission refused (HTTP 401/403)
+  3    authentication or permission refused (HTTP 401/403, also from a
+       webhook receiver: webhooks send)
   4    not found (HTTP 404)
   5    other error answer (4xx/5xx, rate limit), or a create not confirmed
-  6    network failure, request timeout, --timeout passed, or the fleet's
-       Redis unreachable (fleet status)
+  6    network failure, request timeout, --timeout passed, the fleet's
+       Redis unreachable (fleet status), or no answer from a webhook receiver
   7    the service's answer could not be decoded
   8    jobs wait / --wait ran out of time (the job is still printed)
   130  interrupted (Ctrl-C)
@@ -51,7 +52,7 @@ examples:
   svc-async entries --event 7 --since 2024-10-01T00:00:00Z
   svc-async jobs search --tag Seniors --status Processed --all
   svc-async fake --job-delay 5
-  svc-async webhooks send status --to http://127.0.0.1:8000/webhooks/svc \
+  svc-async webhooks send status --to http://127.0.0.1:8000/webhooks/svc \\
       --job 7 --status Processed
   svc-async fleet status --account acme --table
   svc-async demo
@@ -534,8 +535,9 @@ def _webhooks_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         parents=parents,
         help="an entry update {entry, eventId} or {entry, seasonId}",
         description=_WEBHOOKS_SEND + "\nAn entry update: the full entry and its event or"
-        " season. The entry\nis --file's (one entry as `svc-async entries` prints it),"
-        " or the\nfake service's first entry of that event or season (or its first).",
+        " season. The entry comes\nfrom --file (one entry as `svc-async entries` prints"
+        " it); without it, from\nthe fake service's data: its first entry of that event or"
+        " season, else its\nfirst.",
         formatter_class=_Formatter,
         epilog="example:\n  svc-async entries --event 7 | jq '.[0]' > entry.json\n"
         "  svc-async webhooks send entry --to http://127.0.0.1:8000/webhooks/svc \\\n"
