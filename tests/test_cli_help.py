@@ -36,6 +36,7 @@ def test_every_help_screen_fits_80_columns(monkeypatch: pytest.MonkeyPatch, colu
     monkeypatch.setenv("COLUMNS", columns)
     screens = dict(_parsers(build_parser()))
     assert {"svc-async jobs create", "svc-async fake", "svc-async demo"} <= set(screens)
+    assert {"svc-async webhooks send status", "svc-async webhooks send entry"} <= set(screens)
     wide = {name: _too_wide(p.format_help()) for name, p in screens.items()}
     assert {name: lines for name, lines in wide.items() if lines} == {}
 

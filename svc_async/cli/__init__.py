@@ -4,8 +4,9 @@
 ``python -m svc_async.cli``. The rooms: ``args`` (the grammar), ``commands`` (what each
 command does with a ``Client``), ``exit_codes`` (failures to exit statuses and one-line
 messages), ``views`` (models to tables), ``render``/``rich_render``/``terminal``
-(drawing them), ``demo`` (the guided tour) and ``fleet`` (``fleet status``: a fleet's
-Redis, read without a ``Client``). The SDK never imports this package.
+(drawing them), ``demo`` (the guided tour), ``fleet`` (``fleet status``: a fleet's
+Redis, read without a ``Client``) and ``webhooks`` (``webhooks send``: deliveries POSTed
+to a receiver as the service sends them). The SDK never imports this package.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def _secrets(args: argparse.Namespace) -> tuple[str, ...]:
         getattr(args, "webhook_secret", None),
         os.environ.get("SVC_API_TOKEN"),
         os.environ.get("SVC_API_KEY_SECRET"),
+        os.environ.get("SVC_WEBHOOK_SECRET"),
     )
     return tuple(v for v in values if v)
 
@@ -99,6 +101,10 @@ async def _run(args: argparse.Namespace, ui: Ui) -> Outcome:
         from .fleet import fleet_command
 
         return await fleet_command(args, ui)
+    if args.command == "webhooks":  # no Client: it plays the service's side
+        from .webhooks import send_command
+
+        return await send_command(args, ui)
     command = COMMANDS[(args.command, getattr(args, "jobs_command", None))]
     async with make_client(args) as svc:
         deadline = asyncio.timeout(args.timeout)

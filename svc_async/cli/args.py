@@ -10,7 +10,7 @@ from typing import NoReturn
 
 from .._core.validate import MAX_PAGE_SIZE
 from .._version import __version__
-from ..models import CURRENT_JOB_STATUSES
+from ..models import CURRENT_JOB_STATUSES, JobStatus, OutputFileStatus
 
 PROG = "svc-async"
 
@@ -20,11 +20,12 @@ exit codes:
   1    unexpected error (a bug: please report it)
   2    usage: bad arguments or options, missing URL or credentials, or a
        request refused before sending (a header value with a newline)
-  3    authentication or permission refused (HTTP 401/403)
+  3    authentication or permission refused (HTTP 401/403, also from a
+       webhook receiver: webhooks send)
   4    not found (HTTP 404)
   5    other error answer (4xx/5xx, rate limit), or a create not confirmed
-  6    network failure, request timeout, --timeout passed, or the fleet's
-       Redis unreachable (fleet status)
+  6    network failure, request timeout, --timeout passed, the fleet's
+       Redis unreachable (fleet status), or no answer from a webhook receiver
   7    the service's answer could not be decoded
   8    jobs wait / --wait ran out of time (the job is still printed)
   130  interrupted (Ctrl-C)
@@ -39,7 +40,7 @@ Progress goes to stderr when it is a terminal; errors are one line on stderr.
 
 Connection options fall back to the environment: SVC_BASE_URL, SVC_ACCOUNT_URL,
 SVC_API_TOKEN, SVC_API_KEY_ID and SVC_API_KEY_SECRET (and SVC_FLEET_URL for
-fleet status).
+fleet status, SVC_WEBHOOK_SECRET for webhooks send and fake --webhook-url).
 """
 
 _EPILOG = (
@@ -51,6 +52,8 @@ examples:
   svc-async entries --event 7 --since 2024-10-01T00:00:00Z
   svc-async jobs search --tag Seniors --status Processed --all
   svc-async fake --job-delay 5
+  svc-async webhooks send status --to http://127.0.0.1:8000/webhooks/svc \\
+      --job 7 --status Processed
   svc-async fleet status --account acme --table
   svc-async demo
 """
@@ -162,6 +165,27 @@ def job_status(text: str) -> str:
             return str(status)
     valid = ", ".join(CURRENT_JOB_STATUSES)
     raise argparse.ArgumentTypeError(f"unknown job status {text!r}; choose from {valid}")
+
+
+def delivery_status(text: str) -> str:
+    """A status to announce: a known one (any case, the legacy names too) in the
+    service's spelling, anything else as typed (the receiver keeps unknown statuses)."""
+    word = text.strip()
+    if not word:
+        raise argparse.ArgumentTypeError("must not be empty")
+    for status in JobStatus:
+        if word.lower() == status.lower():
+            return str(status)
+    return word
+
+
+def output_file_status(text: str) -> str:
+    """An output file's status (any case), in the service's spelling."""
+    for status in OutputFileStatus:
+        if text.strip().lower() == status.lower():
+            return str(status)
+    valid = ", ".join(OutputFileStatus)
+    raise argparse.ArgumentTypeError(f"unknown output file status {text!r}; choose from {valid}")
 
 
 def date(text: str) -> dt.date:
@@ -442,6 +466,119 @@ def _fleet_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     status.set_defaults(command_parser=status)
 
 
+_WEBHOOKS_SEND = """\
+POST one delivery to your webhook receiver, shaped as the service sends it:
+a JSON body, no signature, the secret in the URL's query (?key=...). The
+secret is --secret, else SVC_WEBHOOK_SECRET when --to carries none; it is
+never printed. Prints what was sent and the receiver's answer; an answer
+other than 2xx is a failure (exit 3 for 401/403, 4 for 404, 5 otherwise).
+"""
+
+
+def _send_options() -> argparse.ArgumentParser:
+    """Where a delivery goes and what marks it: ``--to``, the secret, ``--test``."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--to", required=True, metavar="URL", help="your receiver's URL")
+    parent.add_argument(
+        "--secret",
+        dest="webhook_secret",
+        metavar="SECRET",
+        help="the receiver's secret (SVC_WEBHOOK_SECRET); prefer the variable",
+    )
+    parent.add_argument(
+        "--secret-param",
+        default="key",
+        metavar="NAME",
+        help="the query parameter the receiver checks (key, as secret_param)",
+    )
+    parent.add_argument("--test", action="store_true", help='a test delivery ("isTest": true)')
+    return parent
+
+
+def _webhooks_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    webhooks = commands.add_parser(
+        "webhooks",
+        help="send deliveries to your receiver, as the service does",
+        description="Webhook deliveries for local development.",
+    )
+    sub = webhooks.add_subparsers(dest="webhooks_command", metavar="ACTION", required=True)
+    send = sub.add_parser(
+        "send",
+        help="POST one delivery (status, entry or output-file)",
+        description=_WEBHOOKS_SEND,
+        formatter_class=_Formatter,
+    )
+    kinds = send.add_subparsers(dest="kind", metavar="KIND", required=True)
+    parents = [_send_options(), _output_options()]
+    status = kinds.add_parser(
+        "status",
+        parents=parents,
+        help="a job status update {id, status}",
+        description=_WEBHOOKS_SEND + '\nA job status update: {"id", "status"}.',
+        formatter_class=_Formatter,
+        epilog="examples:\n"
+        "  svc-async webhooks send status --to http://127.0.0.1:8000/webhooks/svc \\\n"
+        "      --job 7 --status Processed\n"
+        "  svc-async webhooks send status --to http://127.0.0.1:8000/webhooks/svc --test",
+    )
+    status.add_argument(
+        "--job", type=positive_int, metavar="ID", help="the job's id (--test: 0 by default)"
+    )
+    status.add_argument(
+        "--status",
+        type=delivery_status,
+        metavar="STATUS",
+        help="the status announced, e.g. Processed (--test: Processed by default)",
+    )
+    entry = kinds.add_parser(
+        "entry",
+        parents=parents,
+        help="an entry update {entry, eventId} or {entry, seasonId}",
+        description=_WEBHOOKS_SEND + "\nAn entry update: the full entry and its event or"
+        " season. The entry comes\nfrom --file (one entry as `svc-async entries` prints"
+        " it); without it, from\nthe fake service's data: its first entry of that event or"
+        " season, else its\nfirst.",
+        formatter_class=_Formatter,
+        epilog="example:\n  svc-async entries --event 7 | jq '.[0]' > entry.json\n"
+        "  svc-async webhooks send entry --to http://127.0.0.1:8000/webhooks/svc \\\n"
+        "      --file entry.json --event 7",
+    )
+    scope = entry.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--event", type=positive_int, metavar="ID", help="the entry's event")
+    scope.add_argument("--season", type=positive_int, metavar="ID", help="the entry's season")
+    entry.add_argument("--file", metavar="PATH", help="a JSON file holding the entry (- for stdin)")
+    output = kinds.add_parser(
+        "output-file",
+        parents=parents,
+        help="an output file {id, verificationJobId, status, downloadURL, ...}",
+        description=_WEBHOOKS_SEND + "\nAn output file, as POSTed to a job's callbackURL.",
+        formatter_class=_Formatter,
+        epilog="example:\n"
+        "  svc-async webhooks send output-file --to http://127.0.0.1:8000/outputs \\\n"
+        "      --job 7 --status Completed",
+    )
+    output.add_argument("--job", type=positive_int, required=True, metavar="ID", help="the job")
+    output.add_argument(
+        "--file-id", type=positive_int, default=1, metavar="ID", help="the file's id (1)"
+    )
+    output.add_argument(
+        "--status",
+        type=output_file_status,
+        default="Completed",
+        metavar="STATUS",
+        help="Pending, Processing, Completed or Errored (Completed)",
+    )
+    output.add_argument(
+        "--download-url",
+        metavar="URL",
+        help="the file's link (default: a made-up one when Completed, else null)",
+    )
+    output.add_argument("--operation", default="Mute", help="the operation (Mute)")
+    output.add_argument("--file-type", default="Audio", metavar="TYPE", help="its type (Audio)")
+    for action in (status, entry, output):
+        action.set_defaults(command_parser=action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line."""
     # Typed as its base: the subcommand parsers argparse makes of it are CliParsers too.
@@ -494,6 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.set_defaults(command_parser=command)
     _jobs_parser(commands)
     _fleet_parser(commands)
+    _webhooks_parser(commands)
 
     fake = commands.add_parser(
         "fake",
@@ -529,6 +667,17 @@ def add_fake_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="speak the published examples' older shapes: jobs end at Completed,"
         " search answers {jobs, count}",
+    )
+    hooks = parser.add_argument_group("webhooks")
+    hooks.add_argument(
+        "--webhook-url",
+        metavar="URL",
+        help="POST the fake's deliveries (status updates) to your receiver here",
+    )
+    hooks.add_argument(
+        "--webhook-secret",
+        metavar="SECRET",
+        help="added to --webhook-url as ?key=SECRET unless it has a key (SVC_WEBHOOK_SECRET)",
     )
     timing = parser.add_argument_group("jobs and limits")
     timing.add_argument(

@@ -2,7 +2,9 @@
 
 Lets a person try the command line (or their own code) without writing Python: the
 fake's address and token are printed as ``export`` lines to paste into another shell.
-SIGINT or SIGTERM stops it with one line on stderr and exit status 0.
+SIGINT or SIGTERM stops it with one line on stderr and exit status 0. With
+``--webhook-url`` the fake posts its deliveries (a job's final status, a submission) to
+the user's own receiver, the secret in the URL's query as the service puts it.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import signal
 import sys
 from typing import TextIO
 
+from ..redact import redact_url
 from ..testing import FakeService, FaultConfig
 from .args import PROG
-from .exit_codes import ExitCode
+from .exit_codes import ExitCode, UsageError
+from .webhooks import delivery_url
 
 
 def fault_config(args: argparse.Namespace) -> FaultConfig | None:
@@ -37,10 +41,21 @@ def fault_config(args: argparse.Namespace) -> FaultConfig | None:
     return FaultConfig(**options)
 
 
+def webhook_target(args: argparse.Namespace) -> str | None:
+    """Where the fake posts its deliveries: ``--webhook-url`` with the secret as ``?key=``
+    (``--webhook-secret``, else ``SVC_WEBHOOK_SECRET`` when the URL has no key)."""
+    if args.webhook_url is None:
+        if args.webhook_secret is not None:
+            raise UsageError("--webhook-secret needs --webhook-url")
+        return None
+    return delivery_url(args.webhook_url, args.webhook_secret, "key", "--webhook-url")
+
+
 def make_fake(args: argparse.Namespace) -> FakeService:
     """A FakeService configured from the ``fake`` command's flags."""
     rate_limit: tuple[int, float] | None = args.rate_limit
     return FakeService(
+        webhook_url=webhook_target(args),
         seed=args.seed,
         processing_delay=args.job_delay,
         rate_limit=rate_limit,
@@ -79,6 +94,9 @@ async def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             file=err,
             flush=True,
         )
+        if fake.webhook_url is not None:
+            target = redact_url(fake.webhook_url)
+            print(f"{PROG} fake: posting deliveries to {target}", file=err, flush=True)
         await stop.wait()
 
 
@@ -88,6 +106,9 @@ def run_fake(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     stderr = err if err is not None else sys.stderr
     try:
         asyncio.run(_serve(args, stdout, stderr))
+    except UsageError as exc:
+        print(f"{PROG}: error: {exc}", file=stderr)
+        return int(ExitCode.USAGE)
     except KeyboardInterrupt:  # signal handlers unavailable (e.g. not the main thread)
         pass
     except OSError as exc:
