@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # downloads, webhooks and tracing load on first use
     from ._pipeline.metrics import Metrics
     from .resources.downloads import DownloadResult
     from .resources.raw import RawResponses
-    from .webhooks.receiver import WebhookReceiver
+    from .webhooks.waiters import WakeSource
 
 logger = logging.getLogger(__name__)
 
@@ -128,10 +128,10 @@ class _Shared:
         "fleet",
         "owns_transport",
         "pacer",
-        "receiver",
         "rng",
         "transport",
         "urls",
+        "wake",
     )
 
     def __init__(
@@ -147,8 +147,8 @@ class _Shared:
     ) -> None:
         self.fleet: Any = None
         """The fleet's pacer when there is one (closed with the client)."""
-        self.receiver: Any = None
-        """The fleet wake-up receiver the client made itself (closed with it)."""
+        self.wake: Any = None
+        """The fleet wake-up source the client made itself (closed with it)."""
         self.clock = clock
         self.transport = transport
         self.owns_transport = owns_transport
@@ -208,8 +208,9 @@ class Client:
     with connect and read parts; default 30 s, 10 s to connect).
     """
 
-    webhooks: WebhookReceiver | None
-    """The receiver whose deliveries wake ``jobs.wait`` (None: polling only)."""
+    webhooks: WakeSource | None
+    """What wakes ``jobs.wait``: the receiver given, the fleet's wake-ups (with ``fleet``
+    and ``account``), or None (polling only)."""
     creation_tags: bool
     """Whether ``jobs.create`` tags each job so an ambiguous create can be found again."""
 
@@ -225,7 +226,7 @@ class Client:
         attempt_timeout: AttemptTimeoutArg | Literal["default"] = "default",
         retry: RetryPolicy | None = None,
         rate_limit: bool | Pacing = True,
-        webhooks: WebhookReceiver | None = None,
+        webhooks: WakeSource | None = None,
         user_agent: str | None = None,
         retry_budget: RetryBudget | None = None,
         creation_tags: bool = True,
@@ -247,9 +248,7 @@ class Client:
         fleet = fleet_url(fleet)
         _validate.account_name(account)
         pacer, fleet_pacer = _with_fleet(fleet, pacer, self._base, auth, account, clock)
-        owned_receiver = _owned_receiver(fleet, webhooks, account, clock)
-        if owned_receiver is not None:
-            webhooks = owned_receiver
+        wake = webhooks if webhooks is not None else _fleet_wake(fleet, account, clock)
         self.metrics = _metrics(metrics)
         """The OpenTelemetry instruments of ``metrics=`` (None when off)."""
         observers = _observers(tracing, event_hooks, self.metrics, clock)
@@ -270,7 +269,7 @@ class Client:
             clock=clock,
         )
         shared.fleet = fleet_pacer
-        shared.receiver = owned_receiver
+        shared.wake = wake if wake is not webhooks else None
         shared.env = Env(
             transport=shared.transport,
             auth=auth,
@@ -292,7 +291,7 @@ class Client:
         self._headers = headers
         self._call_headers: dict[str, str] | None = None
         """A ``with_options(headers=...)`` view's headers over the client's."""
-        self.webhooks = webhooks
+        self.webhooks = wake
         self.creation_tags = creation_tags
         self._resources()
 
@@ -351,8 +350,8 @@ class Client:
             await shared.transport.aclose()
         if shared.fleet is not None:
             await shared.fleet.aclose()
-        if shared.receiver is not None:
-            await shared.receiver.aclose()
+        if shared.wake is not None:
+            await shared.wake.aclose()
 
     @property
     def clock(self) -> Clock:
@@ -697,16 +696,14 @@ def _with_fleet(
     return shared, shared
 
 
-def _owned_receiver(
-    fleet: str | None, webhooks: WebhookReceiver | None, account: str | None, clock: Clock
-) -> WebhookReceiver | None:
-    """The receiver a client makes itself to wake ``jobs.wait`` on its fleet's deliveries:
-    with a fleet and an ``account`` and no ``webhooks`` of its own (else None)."""
-    if fleet is None or webhooks is not None or account is None:
+def _fleet_wake(fleet: str | None, account: str | None, clock: Clock) -> WakeSource | None:
+    """The wake-up source a client makes itself to wake ``jobs.wait`` on its account's
+    deliveries, taken by any receiver of the fleet (None without a fleet or account)."""
+    if fleet is None or account is None:
         return None
-    from .webhooks.receiver import WebhookReceiver
+    from .webhooks.wake import FleetWake
 
-    return WebhookReceiver(fleet=fleet, account=account, clock=clock)
+    return FleetWake(fleet, account=account, clock=clock)
 
 
 def _default_headers(user_agent: str | None) -> dict[str, str]:

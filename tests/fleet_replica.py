@@ -20,7 +20,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from svc_async.webhooks.receiver import JobStatusUpdate, WebhookReceiver
+from svc_async.webhooks import JobStatusUpdate, WebhookReceiver
 
 
 def _append(log: str, line: str) -> bool:
@@ -46,7 +46,7 @@ async def replica(fleet: str, port: int, log: str, hang: int) -> None:
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", port).start()
     receiver.subscribe(0)  # join the wake-up channel too
-    await asyncio.wait_for(receiver._fleet.wake.ready.wait(), 10)
+    await asyncio.wait_for(receiver._backend.wake.ready.wait(), 10)
     print("ready", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
     await runner.cleanup()
@@ -55,7 +55,7 @@ async def replica(fleet: str, port: int, log: str, hang: int) -> None:
 async def waiter(fleet: str, job_ids: list[int]) -> None:
     async with WebhookReceiver("s", fleet=fleet) as receiver:
         subs = [receiver.subscribe(job_id) for job_id in job_ids]
-        await asyncio.wait_for(receiver._fleet.wake.ready.wait(), 10)
+        await asyncio.wait_for(receiver._backend.wake.ready.wait(), 10)
         print("ready", flush=True)
         for sub in subs:  # woken in this order
             await asyncio.wait_for(sub.event.wait(), 30)

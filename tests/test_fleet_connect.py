@@ -266,9 +266,9 @@ async def test_deliveries_and_wake_ups_work_through_the_url(fleet: str) -> None:
         replica.on_status_update(lambda u: runs.append(u.job_id))
     async with replicas[0], replicas[1], WebhookReceiver("s", fleet=fleet) as waiter:
         for receiver in (*replicas, waiter):
-            await _connected(receiver._fleet.store)
+            await _connected(receiver._backend.store)
         sub = waiter.subscribe(job)
-        await asyncio.wait_for(waiter._fleet.wake.ready.wait(), 5)
+        await asyncio.wait_for(waiter._backend.wake.ready.wait(), 5)
         taken = [await r.accept(_status(job)) for r in replicas]
         assert taken == [True, False]  # the same delivery at two replicas: one takes it
         await asyncio.wait_for(sub.event.wait(), 5)  # published, heard in the waiter
@@ -360,8 +360,8 @@ async def test_a_failover_costs_no_call_and_the_fleet_moves_to_the_new_master(
         )
         async with client as svc:
             store = svc._shared.fleet.store
-            assert (store.timeout, replica._fleet.store.timeout) == (0.5, 5.0)
-            for ready in (store, replica._fleet.store, waiter._fleet.store):
+            assert (store.timeout, replica._backend.store.timeout) == (0.5, 5.0)
+            for ready in (store, replica._backend.store, waiter._backend.store):
                 await _connected(ready)
 
             async def call() -> None:
@@ -374,7 +374,7 @@ async def test_a_failover_costs_no_call_and_the_fleet_moves_to_the_new_master(
                 await asyncio.sleep(0.01)
 
             sub = waiter.subscribe(9)
-            await asyncio.wait_for(waiter._fleet.wake.ready.wait(), 5)
+            await asyncio.wait_for(waiter._backend.wake.ready.wait(), 5)
             for _ in range(10):
                 await call()
             assert store.up
@@ -400,8 +400,8 @@ async def test_a_failover_costs_no_call_and_the_fleet_moves_to_the_new_master(
         # a delivery runs once, and its wake-up reaches the waiter, subscribed again (to
         # the new master) on its own.
         for receiver in (replica, waiter):
-            await _on_port(receiver._fleet.store, servers.replica.port)
-        await asyncio.wait_for(waiter._fleet.wake.ready.wait(), 15)
+            await _on_port(receiver._backend.store, servers.replica.port)
+        await asyncio.wait_for(waiter._backend.wake.ready.wait(), 15)
         assert await asyncio.to_thread(servers.replica.command, "PUBSUB", "CHANNELS", "svc:*")
         assert await replica.accept(_status(9))
         # Bounds for a loaded machine: each piece looks again once a second after a failure.

@@ -483,7 +483,7 @@ async def test_a_fleet_client_alone_wakes_on_its_accounts_deliveries(redis_url: 
     ):
         assert svc.webhooks is not None
         sub = svc.webhooks.subscribe(42)
-        await asyncio.wait_for(svc.webhooks._fleet.wake.ready.wait(), 5)
+        await asyncio.wait_for(svc.webhooks.ready.wait(), 5)
         await replica.accept(_status(42))
         await asyncio.wait_for(sub.event.wait(), 5)
         svc.webhooks.unsubscribe(sub)
@@ -527,7 +527,7 @@ async def test_deliveries_lost_by_an_empty_restart_are_added_again(
     runs: list[int] = []
     front = WebhookReceiver("s", fleet=redis_server.url, claim_after=0.3)  # runs nothing
     async with front:
-        front._fleet.store.retry_every = 0.05
+        front._backend.store.retry_every = 0.05
         for job_id in (1, 2, 3):
             assert await front.accept(_status(job_id))
         redis_server.stop()

@@ -13,7 +13,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from svc_async.webhooks.receiver import JobStatusUpdate, WebhookReceiver, parse_delivery
+from svc_async.webhooks import JobStatusUpdate, WebhookReceiver, parse_delivery
 
 from .redis_server import free_port
 
@@ -48,7 +48,7 @@ async def test_a_status_update_wakes_subscribers_in_every_receiver(redis_url: st
         WebhookReceiver("s", fleet=redis_url) as waiter,
     ):
         sub = waiter.subscribe(42)
-        await asyncio.wait_for(waiter._fleet.wake.ready.wait(), 5)
+        await asyncio.wait_for(waiter._backend.wake.ready.wait(), 5)
         await replica.accept(_status(42))
         await asyncio.wait_for(sub.event.wait(), 5)
         assert sub.update == _status(42)
@@ -62,7 +62,7 @@ async def test_another_accounts_updates_never_wake_this_ones_waiters(redis_url: 
         WebhookReceiver("s", fleet=redis_url) as waiter,
     ):
         theirs, ours = waiter.subscribe(42), waiter.subscribe(43)
-        await asyncio.wait_for(waiter._fleet.wake.ready.wait(), 5)
+        await asyncio.wait_for(waiter._backend.wake.ready.wait(), 5)
         await other.accept(_status(42, "Failed"))  # job 42 of another account
         await replica.accept(_status(43))  # published after it: arrives after it
         await asyncio.wait_for(ours.event.wait(), 5)
@@ -77,7 +77,7 @@ async def test_a_receiver_without_callbacks_never_takes_a_delivery(redis_url: st
     runs: list[int] = []
     async with WebhookReceiver("s", fleet=redis_url) as waiter:
         sub = waiter.subscribe(8)
-        await asyncio.wait_for(waiter._fleet.wake.ready.wait(), 5)
+        await asyncio.wait_for(waiter._backend.wake.ready.wait(), 5)
         await asyncio.sleep(0.05)  # its reader, were there one, would now block first
         async with WebhookReceiver("s", fleet=redis_url) as replica:
             replica.on_status_update(lambda u: runs.append(u.job_id))

@@ -22,7 +22,7 @@ import pytest
 from svc_async import Client, JobRequest, PollPolicy
 from svc_async.models import JobType, OutputFileRequest
 from svc_async.testing import FakeService, VirtualClock
-from svc_async.webhooks.receiver import (
+from svc_async.webhooks import (
     DEFAULT_PATH,
     EntryUpdate,
     JobStatusUpdate,

@@ -19,7 +19,7 @@ import orjson
 import pytest
 from aiohttp import web
 
-from svc_async.webhooks.receiver import (
+from svc_async.webhooks import (
     DEFAULT_PATH,
     MAX_BODY,
     EntryUpdate,

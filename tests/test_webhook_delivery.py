@@ -26,7 +26,7 @@ from svc_async.webhooks.delivery import (
     MemoryLedger,
     delivery_key,
 )
-from svc_async.webhooks.receiver import (
+from svc_async.webhooks import (
     DEFAULT_CALLBACK_RETRY,
     DEFAULT_PATH,
     JobStatusUpdate,
@@ -171,7 +171,7 @@ async def test_waiters_wake_once_even_when_callbacks_fail() -> None:
     receiver = WebhookReceiver(SECRET, callback_retry=NO_WAIT)
     receiver.on_status_update(Flaky(failures=1))
     sub = receiver.subscribe(4)
-    receiver.dispatch(JobStatusUpdate(job_id=4, status="Processed"))
+    assert await receiver.accept(JobStatusUpdate(job_id=4, status="Processed"))
     assert sub.event.is_set() and sub.update is not None
     await receiver.drain()
     receiver.unsubscribe(sub)
@@ -224,24 +224,25 @@ async def test_the_dispatcher_waits_the_policys_backoff_on_its_clock() -> None:
     waited = clock.slept
     finished: list[bool] = []
 
-    async def attempt(job: DeliveryJob) -> bool:
-        return job.attempts == 4
+    class Target:
+        def __init__(self, succeeds_at: int) -> None:
+            self.succeeds_at = succeeds_at
 
-    async def finish(job: DeliveryJob, done: bool) -> None:
-        finished.append(done)
+        async def attempt(self, job: DeliveryJob) -> bool:
+            return job.attempts == self.succeeds_at
+
+        async def finish(self, job: DeliveryJob, done: bool) -> None:
+            finished.append(done)
 
     policy = RetryPolicy(attempts=4, wait_initial=0.5, wait_max=1.5, wait_jitter=0)
-    dispatcher = LocalDispatcher(attempt, finish, policy=policy, clock=clock)
+    dispatcher = LocalDispatcher(Target(4), policy=policy, clock=clock)
     update = JobStatusUpdate(job_id=1, status="Processed")
     dispatcher.submit(DeliveryJob(key=delivery_key(update), update=update, todo=[print]))
     await dispatcher.drain()
     assert waited == [0.5, 1.0, 1.5] and finished == [True]
 
-    async def never(job: DeliveryJob) -> bool:
-        return False
-
     waited.clear()
-    dispatcher = LocalDispatcher(never, finish, policy=policy, clock=clock)
+    dispatcher = LocalDispatcher(Target(0), policy=policy, clock=clock)  # never succeeds
     dispatcher.submit(DeliveryJob(key=delivery_key(update), update=update, todo=[print]))
     await dispatcher.drain()
     assert waited == [0.5, 1.0, 1.5] and finished == [True, False]  # 4 attempts, given up

@@ -35,7 +35,7 @@ from svc_async import (
 )
 from svc_async.converter import structure
 from svc_async.models import OutputFile, OutputFileStatus
-from svc_async.webhooks.receiver import (
+from svc_async.webhooks import (
     DEFAULT_PATH,
     MAX_BODY,
     EntryUpdate,

@@ -46,7 +46,7 @@ from ..models import (
     VerificationJob,
 )
 from ..retry import jittered
-from ..webhooks.receiver import JobSubscription, WebhookReceiver
+from ..webhooks.waiters import JobSubscription, WakeSource
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class JobsClient(Protocol):
 
     @property
     def webhooks(self) -> object:
-        """The client's ``WebhookReceiver``, or None (anything else: polling only)."""
+        """The client's wake-up source (a ``WakeSource``), or None (polling only)."""
         ...
 
     async def get(self, job_id: int) -> VerificationJob:
@@ -190,9 +190,9 @@ def _limit(timeout: float | None, policy: PollPolicy) -> float | None:
     return float(timeout)
 
 
-def _receiver(jobs: JobsClient) -> WebhookReceiver | None:
+def _receiver(jobs: JobsClient) -> WakeSource | None:
     receiver = getattr(jobs, "webhooks", None)
-    return receiver if isinstance(receiver, WebhookReceiver) else None
+    return receiver if isinstance(receiver, WakeSource) else None
 
 
 _RESOLUTION = 1e-6

@@ -38,7 +38,6 @@ import orjson
 from ..converter import format_timestamp, parse_timestamp
 from ..errors import SvcError
 from ..models import Entry
-from ..webhooks.payloads import EntryUpdate
 from . import bulk
 
 if TYPE_CHECKING:
@@ -289,43 +288,11 @@ def _cursor(value: Any) -> EventCursor:
     )
 
 
-def feed_sync_state(state: SyncState, update: EntryUpdate) -> SyncState:
-    """``state`` advanced by an entry update, so the next ``entries.sync`` does not report
-    the delivered version of the entry again (a later change still is).
-
-    Only events the state already tracks are fed: an event never synced is fetched in
-    full by its first sync anyway, and season updates have no sync cursor. Test
-    deliveries change nothing. The state is immutable: use the returned one.
-    """
-    if not isinstance(state, SyncState):
-        raise TypeError(f"state must be a SyncState, got {type(state).__name__}")
-    if not isinstance(update, EntryUpdate):
-        raise TypeError(f"update must be an EntryUpdate, got {type(update).__name__}")
-    if update.is_test or update.event_id is None:
-        return state
-    cursor = state.cursor(update.event_id)
-    if cursor is None:
-        return state
-    recording = update.entry.sound_recording
-    stamp = None if recording is None else recording.updated_at
-    # The same (entry id, recording updatedAt) pairs the sync uses to drop repeats; a
-    # version at or before the watermark is not fetched again and needs no record.
-    if cursor.since is not None and (stamp is None or stamp <= cursor.since):
-        return state
-    pair = (update.entry.id, stamp)
-    if pair in cursor.seen:
-        return state
-    events = dict(state.events)
-    events[update.event_id] = attrs.evolve(cursor, seen=cursor.seen | {pair})
-    return attrs.evolve(state, events=events)
-
-
 __all__ = [
     "DEFAULT_MARGIN",
     "EventCursor",
     "SyncResult",
     "SyncState",
     "advance",
-    "feed_sync_state",
     "sync_entries",
 ]

@@ -1,52 +1,43 @@
-"""Reading a webhook body whole, however it arrives, within a size cap and a time limit.
+"""Reading a streamed webhook body whole, within a size cap and two time limits.
 
-``StreamReader.read(n)`` returns what is buffered so far, not ``n`` bytes: a body split
-over TCP segments, sent slowly or in chunked encoding comes in pieces. ``read_body``
-gathers the pieces until the end of the body, and refuses a body over the cap, one that
-stops arriving, or one the sender abandons.
+A body split over TCP segments, sent slowly or in chunked encoding comes in pieces.
+``read_body`` gathers them until the end of the body, and refuses a body over the cap
+(413), one that stops arriving (408), or one the sender abandons (400). Only an adapter
+that streams the body (aiohttp's) can refuse a slow one: a server that reads the body
+before it calls the application has already waited for it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+from collections.abc import AsyncIterable
 
-import attrs
+from .core import Answer, refusal
 
-__all__ = ["BodyRefused", "read_body"]
-
-
-@attrs.frozen(slots=True, kw_only=True)
-class BodyRefused:
-    """Why a body was not read: 413 (over the cap), 408 (too slow), 400 (cut short)."""
-
-    status: int
-    reason: str
-
-
-class _Stream(Protocol):
-    async def readany(self) -> bytes: ...
+__all__ = ["read_body"]
 
 
 async def read_body(
-    stream: _Stream, limit: int, *, read_timeout: float, body_timeout: float
-) -> bytes | BodyRefused:
-    """All of ``stream`` up to ``limit`` bytes; each piece must come within
-    ``read_timeout`` seconds and the whole body within ``body_timeout``."""
-    chunks: list[bytes] = []
+    chunks: AsyncIterable[bytes], limit: int, *, read_timeout: float, body_timeout: float
+) -> bytes | Answer:
+    """All of ``chunks`` up to ``limit`` bytes, or the answer refusing them; each piece
+    must come within ``read_timeout`` seconds and the whole body within ``body_timeout``."""
+    pieces = aiter(chunks)
+    got: list[bytes] = []
     size = 0
     try:
         async with asyncio.timeout(body_timeout):
             while True:
                 async with asyncio.timeout(read_timeout):
-                    chunk = await stream.readany()
+                    chunk = await anext(pieces, b"")
                 if not chunk:
-                    return b"".join(chunks)
+                    return b"".join(got)
                 size += len(chunk)
                 if size > limit:
-                    return BodyRefused(status=413, reason=f"body over {limit} bytes")
-                chunks.append(chunk)
+                    return refusal(413, f"webhook body over {limit} bytes", close=True)
+                got.append(chunk)
     except TimeoutError:
-        return BodyRefused(status=408, reason=f"body incomplete after {size} bytes (too slow)")
+        reason = f"webhook body incomplete after {size} bytes (too slow)"
+        return refusal(408, reason, close=True)
     except (ConnectionError, EOFError) as exc:
-        return BodyRefused(status=400, reason=f"body incomplete after {size} bytes ({exc})")
+        return refusal(400, f"webhook body incomplete after {size} bytes ({exc})", close=True)

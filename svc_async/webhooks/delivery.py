@@ -1,139 +1,78 @@
-"""Which webhook deliveries were handled, and running their callbacks until they succeed.
+"""Running deliveries through their callbacks, and the backend that holds them.
 
-The receiver talks to two seams. A ledger is the dedupe window: a delivery is
-*claimed* when it arrives (a claim that fails means a duplicate), then *completed* once
-every callback succeeded, or *released* when they were given up, so a redelivery is
-handled again. A dispatcher queues a claimed delivery and runs its callbacks, retrying
-the failed ones with backoff. ``MemoryLedger`` and ``LocalDispatcher`` keep everything
-in this process and answer at once (plain methods: ``dispatch`` decides without
-waiting); a shared store's pair (``DeliveryLedger``, ``DeliveryDispatcher``) answers
-over the network, so every one of its methods is a coroutine function.
+A receiver chooses one ``Backend`` when it is made: ``MemoryBackend`` (this process)
+here, or the fleet's ``RedisBackend`` (``svc_async.webhooks.redis``). Both get the
+``Callbacks`` registry and the ``Waiters`` once, and both apply the rules of
+``svc_async.webhooks.core``: a delivery is *claimed* when it arrives (a failed claim is
+a duplicate), then *completed* once every callback succeeded, or *released* when they
+were given up, so a redelivery is handled again. ``LocalDispatcher`` runs a claimed
+delivery's callbacks in a task of this process, retrying the failed ones with backoff,
+in order per subject.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import inspect
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import attrs
-import orjson
 
 from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
-from ..models import Entry
 from ..retry import RetryPolicy
-from .payloads import Delivery, JobStatusUpdate, OutputFileUpdate
+from .core import DeliveryKey, Inbound, MemoryLedger, delivery_key
+from .payloads import (
+    Delivery,
+    EntryCallback,
+    EntryUpdate,
+    JobStatusUpdate,
+    OutputFileCallback,
+    StatusCallback,
+    describe,
+)
+from .waiters import Waiters
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "DeliveryDispatcher",
+    "Backend",
+    "Callbacks",
     "DeliveryJob",
     "DeliveryKey",
-    "DeliveryLedger",
     "LocalDispatcher",
+    "MemoryBackend",
     "MemoryLedger",
+    "ReceiverStats",
     "delivery_key",
 ]
 
 
-@attrs.frozen(slots=True, kw_only=True)
-class DeliveryKey:
-    """What makes two deliveries the same, as strings a shared store can hold.
+@attrs.define(slots=True)
+class ReceiverStats:
+    """What a receiver did with the deliveries it got, for metrics and tests."""
 
-    ``slot`` is what a delivery is about and says (``status:42:Processed``); the same
-    slot with the same ``version`` is a duplicate (``version`` is the entry's content
-    digest, empty for the other kinds). Deliveries of one ``subject`` (a job, an output
-    file, an entry) reach their callbacks in the order they arrived.
-    """
-
-    slot: str
-    version: str = ""
-    subject: str
-    scope: str = ""
-    """The fleet namespace the delivery belongs to (empty: this process only)."""
-    kid: str = ""
-    """The name of the key that seals the delivery in a fleet (empty: none)."""
-
-
-def _entry_digest(entry: Entry) -> str:
-    """A short digest of an entry's content, to tell a re-delivery from a new change."""
-    from ..converter import unstructure
-
-    try:
-        raw = orjson.dumps(unstructure(entry), option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        raw = repr(entry).encode()
-    return hashlib.blake2b(raw, digest_size=16).hexdigest()
-
-
-def delivery_key(update: Delivery) -> DeliveryKey:
-    """The dedupe key of a delivery: job and status; output file and status; an entry
-    (in its event or season) and its content."""
-    if isinstance(update, JobStatusUpdate):
-        subject = f"job:{update.job_id}"
-        return DeliveryKey(slot=f"status:{update.job_id}:{update.status}", subject=subject)
-    if isinstance(update, OutputFileUpdate):
-        output = update.output_file
-        return DeliveryKey(
-            slot=f"output:{output.id}:{output.status}", subject=f"output:{output.id}"
-        )
-    scope = (
-        f"event:{update.event_id}" if update.event_id is not None else f"season:{update.season_id}"
-    )
-    slot = f"entry:{scope}:{update.entry.id}"
-    return DeliveryKey(slot=slot, version=_entry_digest(update.entry), subject=slot)
-
-
-class DeliveryLedger(Protocol):
-    """A shared dedupe window behind a receiver (a fleet's, in Redis)."""
-
-    async def claim(self, key: DeliveryKey) -> bool:
-        """Take ``key`` for handling: False when it is a duplicate (handled or in hand)."""
-
-    async def complete(self, key: DeliveryKey) -> None:
-        """Every callback of ``key`` succeeded: later equal deliveries are duplicates."""
-
-    async def release(self, key: DeliveryKey) -> None:
-        """``key`` was given up: a redelivery of it is handled again."""
-
-
-class MemoryLedger:
-    """The last ``size`` delivery slots seen by this process (0: no dedupe at all).
-
-    A slot holds the version last claimed; claimed and completed look the same to a
-    duplicate (one in hand will be handled), and a release forgets the slot unless a
-    newer version took it meanwhile.
-    """
-
-    def __init__(self, size: int = 10_000) -> None:
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise ValueError("dedupe_size must be a non-negative int")
-        self.size = size
-        self._slots: OrderedDict[str, str] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._slots)
-
-    def claim(self, key: DeliveryKey) -> bool:
-        if self.size == 0:
-            return True
-        duplicate = key.slot in self._slots and self._slots[key.slot] == key.version
-        self._slots[key.slot] = key.version
-        self._slots.move_to_end(key.slot)
-        while len(self._slots) > self.size:
-            self._slots.popitem(last=False)
-        return not duplicate
-
-    def complete(self, key: DeliveryKey) -> None:
-        """Nothing to do: the claim already stands for the handled delivery."""
-
-    def release(self, key: DeliveryKey) -> None:
-        if self._slots.get(key.slot) == key.version:
-            del self._slots[key.slot]
+    received: int = 0
+    """Every request that reached the receiver."""
+    rejected: int = 0
+    """Refused: wrong or missing secret, a verifier's refusal, a bad payload, a body too
+    large (413), too slow (408) or cut short."""
+    tests: int = 0
+    """Test deliveries (``isTest``), acknowledged and ignored."""
+    duplicates: int = 0
+    """Re-deliveries (same job id and status; same entry content as the entry's last
+    delivery; same output file status) of one handled or in hand, acknowledged and
+    dropped."""
+    dispatched: int = 0
+    """Real updates handed to callbacks and waiters."""
+    callback_errors: int = 0
+    """Each time a callback raised (logged, never propagated; retried)."""
+    retries: int = 0
+    """Runs of a delivery's callbacks after a failed run."""
+    given_up: int = 0
+    """Deliveries whose callbacks still failed after the last attempt, or were unfinished
+    when the receiver closed; their redelivery is handled again."""
 
 
 @attrs.define(eq=False, kw_only=True)
@@ -141,56 +80,111 @@ class DeliveryJob:
     """A claimed delivery on its way through the callbacks.
 
     ``todo`` holds the callbacks that have not succeeded yet (each attempt runs only
-    those, so one that succeeded is not called again); ``attempts`` counts the runs.
+    those, so one that succeeded is not called again); ``attempts`` counts the runs;
+    ``body`` is the delivery as JSON, for a backend that hands it to another process.
     """
 
     key: DeliveryKey
     update: Delivery
     todo: list[Callable[[Any], Awaitable[None] | None]]
     attempts: int = 0
+    body: bytes = b""
 
 
-Attempt = Callable[[DeliveryJob], Awaitable[bool]]
-"""Run a job's remaining callbacks once; True when none is left."""
+class Callbacks:
+    """The callbacks registered for each kind, and one run of a job through them.
 
-Finish = Callable[[DeliveryJob, bool], Awaitable[None]]
-"""Settle a job: done (True) or given up (False)."""
+    This is what a backend is given to run deliveries with: it never calls back into
+    the receiver.
+    """
+
+    def __init__(self, stats: ReceiverStats, policy: RetryPolicy) -> None:
+        self.stats = stats
+        self.policy = policy
+        self.status: list[StatusCallback] = []
+        self.entry: list[EntryCallback] = []
+        self.output: list[OutputFileCallback] = []
+
+    def __len__(self) -> int:
+        return len(self.status) + len(self.entry) + len(self.output)
+
+    def job(self, key: DeliveryKey, update: Delivery, body: bytes = b"") -> DeliveryJob:
+        """The job running ``update`` through its kind's callbacks."""
+        callbacks: list[Any]
+        if isinstance(update, JobStatusUpdate):
+            callbacks = self.status
+        elif isinstance(update, EntryUpdate):
+            callbacks = self.entry
+        else:
+            callbacks = self.output
+        return DeliveryJob(key=key, update=update, todo=list(callbacks), body=body)
+
+    def kinds(self) -> frozenset[str]:
+        """The kinds of a fleet's shared deliveries this receiver can run: only those it
+        has callbacks for (a replica never takes a delivery it cannot run)."""
+        kinds = ("status",) if self.status else ()
+        return frozenset(kinds + (("entry",) if self.entry else ()))
+
+    async def attempt(self, job: DeliveryJob) -> bool:
+        """Run the callbacks of ``job`` that have not succeeded yet; True when all have."""
+        if job.attempts > 1:
+            self.stats.retries += 1
+        last = job.attempts >= self.policy.attempts
+        failed = []
+        for callback in job.todo:
+            try:
+                result = callback(job.update)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                self.stats.callback_errors += 1
+                logger.log(
+                    logging.ERROR if last else logging.WARNING,
+                    "webhook callback %r failed for %s (attempt %d of %d)",
+                    callback,
+                    describe(job.update),
+                    job.attempts,
+                    self.policy.attempts,
+                    exc_info=True,
+                )
+                failed.append(callback)
+        job.todo = failed
+        return not failed
+
+    def given_up(self, job: DeliveryJob) -> None:
+        """Count and log a job whose callbacks are given up."""
+        self.stats.given_up += 1
+        logger.error(
+            "webhook delivery given up after %d attempt(s), %d callback(s) unfinished: %s",
+            job.attempts,
+            len(job.todo),
+            describe(job.update),
+        )
 
 
-class DeliveryDispatcher(Protocol):
-    """Runs claimed deliveries' callbacks until done or given up: what a receiver asks of
-    it to drain and close (``submit`` is the local one's plain method, a shared one's
-    coroutine)."""
+class Target(Protocol):
+    """What a ``LocalDispatcher`` runs jobs with: a backend."""
 
-    @property
-    def pending(self) -> int:
-        """Jobs queued or running."""
+    async def attempt(self, job: DeliveryJob) -> bool:
+        """Run a job's remaining callbacks once; True when none is left."""
+        ...
 
-    async def drain(self, timeout: float | None = None) -> None:
-        """Wait for the jobs queued so far (or until ``timeout``)."""
-
-    async def aclose(self, timeout: float | None = 10.0) -> None:
-        """Wait for the queued jobs up to ``timeout``, then give up the rest."""
+    async def finish(self, job: DeliveryJob, done: bool) -> None:
+        """Settle a job: done (True) or given up (False)."""
+        ...
 
 
 class LocalDispatcher:
     """Runs each job in a task of this process, retrying failed callbacks.
 
-    A job gets up to ``policy.attempts`` runs, waiting ``policy.backoff(n)`` after
-    the n-th failed one on ``clock`` (a virtual one in tests). A job waits
-    for the job before it about the same subject, so retries never reorder them.
+    A job gets up to ``policy.attempts`` runs (``target.attempt``), waiting
+    ``policy.backoff(n)`` after the n-th failed one on ``clock`` (a virtual one in
+    tests), then is settled (``target.finish``). A job waits for the job before it
+    about the same subject, so retries never reorder them.
     """
 
-    def __init__(
-        self,
-        attempt: Attempt,
-        finish: Finish,
-        *,
-        policy: RetryPolicy,
-        clock: Clock = SYSTEM_CLOCK,
-    ) -> None:
-        self._attempt = attempt
-        self._finish = finish
+    def __init__(self, target: Target, *, policy: RetryPolicy, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.target = target
         self.policy = policy
         self.clock = clock
         self._tasks: set[asyncio.Task[None]] = set()
@@ -198,6 +192,7 @@ class LocalDispatcher:
 
     @property
     def pending(self) -> int:
+        """Jobs queued or running."""
         return len(self._tasks)
 
     def submit(self, job: DeliveryJob, *, in_order: bool = True) -> None:
@@ -221,22 +216,24 @@ class LocalDispatcher:
                 await asyncio.wait([before])  # its outcome does not matter, only its end
             while True:
                 job.attempts += 1
-                if await self._attempt(job):
-                    await self._finish(job, True)
+                if await self.target.attempt(job):
+                    await self.target.finish(job, True)
                     return
                 if job.attempts >= self.policy.attempts:
                     break
                 await self.clock.sleep(self.policy.backoff(job.attempts))
         except asyncio.CancelledError:
-            await self._finish(job, False)
+            await self.target.finish(job, False)
             raise
-        await self._finish(job, False)
+        await self.target.finish(job, False)
 
     async def drain(self, timeout: float | None = None) -> None:
+        """Wait for the jobs queued so far (or until ``timeout``)."""
         if self._tasks:
             await wait_tasks(self.clock, self._tasks, timeout)
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
+        """Wait for the queued jobs up to ``timeout``, then cancel (give up) the rest."""
         tasks = set(self._tasks)
         if not tasks:
             return
@@ -245,3 +242,108 @@ class LocalDispatcher:
             task.cancel()
         if late:
             await asyncio.wait(late)
+
+
+class Backend(Protocol):
+    """Where a receiver's claimed deliveries are held and run: chosen once, at
+    construction (``MemoryBackend``, or the fleet's ``RedisBackend``)."""
+
+    def key(self, inbound: Inbound, secret: int) -> DeliveryKey:
+        """The key of a delivery that came with the ``secret``-th secret."""
+        ...
+
+    async def claim(self, key: DeliveryKey) -> bool:
+        """Take ``key`` for handling: False when it is a duplicate (handled or in hand)."""
+        ...
+
+    def announce(self, update: JobStatusUpdate) -> None:
+        """Wake the waiters of a claimed status update (in a fleet: in every process)."""
+        ...
+
+    async def submit(self, job: DeliveryJob) -> None:
+        """Queue a claimed job; it is completed or released once it settles."""
+        ...
+
+    def start(self) -> None:
+        """Take shared deliveries and wake-ups from now on (needs a running loop)."""
+        ...
+
+    def refresh(self) -> None:
+        """The callbacks changed: a started backend reads the kinds it can run now."""
+        ...
+
+    @property
+    def pending(self) -> int:
+        """Jobs queued or running in this process."""
+        ...
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait for the jobs taken so far (or until ``timeout``)."""
+        ...
+
+    async def aclose(self, timeout: float | None = 10.0) -> None:
+        """Let running jobs finish up to ``timeout``, give up the rest, let go."""
+        ...
+
+
+class MemoryBackend:
+    """Deliveries held in this process: deduplicated over the last ``dedupe_size``
+    slots, run by a ``LocalDispatcher`` (the ``Backend`` without a fleet)."""
+
+    def __init__(
+        self,
+        callbacks: Callbacks,
+        waiters: Waiters,
+        *,
+        dedupe_size: int = 10_000,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.callbacks = callbacks
+        self.waiters = waiters
+        self.ledger = MemoryLedger(dedupe_size)
+        self.runner = LocalDispatcher(self, policy=callbacks.policy, clock=clock)
+
+    def key(self, inbound: Inbound, secret: int) -> DeliveryKey:
+        """One process, one namespace: the secret does not matter."""
+        del secret
+        return inbound.key
+
+    async def claim(self, key: DeliveryKey) -> bool:
+        return self.ledger.claim(key)
+
+    def announce(self, update: JobStatusUpdate) -> None:
+        self.waiters.wake(update)
+
+    async def submit(self, job: DeliveryJob) -> None:
+        """Run ``job``'s callbacks; with none, it is handled already."""
+        if job.todo:
+            self.runner.submit(job)
+        else:
+            self.ledger.complete(job.key)
+
+    def start(self) -> None:
+        """Nothing is shared: nothing to take."""
+
+    def refresh(self) -> None:
+        """Nothing is shared: nothing to read."""
+
+    @property
+    def pending(self) -> int:
+        return self.runner.pending
+
+    async def attempt(self, job: DeliveryJob) -> bool:
+        return await self.callbacks.attempt(job)
+
+    async def finish(self, job: DeliveryJob, done: bool) -> None:
+        """Settle in the ledger: handled, or given up (a redelivery is handled)."""
+        if done:
+            self.ledger.complete(job.key)
+            return
+        self.callbacks.given_up(job)
+        self.ledger.release(job.key)
+
+    async def drain(self, timeout: float | None = None) -> None:
+        await self.runner.drain(timeout)
+
+    async def aclose(self, timeout: float | None = 10.0) -> None:
+        await self.runner.aclose(timeout)

@@ -233,7 +233,16 @@ def parse_delivery(
     update, ``verificationJobId`` (or ``operation``/``fileType``) an output file, and
     anything else must be a status update ``{id, status}``."""
     del headers
-    data = _load(body)
+    return delivery_of(_load(body))
+
+
+def decode_body(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A delivery body as JSON data (a JSON object, every integer exact); no kind yet."""
+    return _load(body)
+
+
+def delivery_of(data: Mapping[str, Any]) -> Delivery:
+    """The delivery a decoded body holds, its kind told by its shape."""
     if "entry" in data:
         return _entry_update(data)
     if any(key in data for key in _OUTPUT_FILE_KEYS):

@@ -1,50 +1,44 @@
-"""Webhooks: parse every published payload and receive deliveries in aiohttp.
+"""``WebhookReceiver``: the one entry point every adapter calls, over one delivery backend.
 
-Three kinds arrive, told apart by their shape: a job status update ``{id, status}``, an
-entry update ``{entry, eventId}`` or ``{entry, seasonId}`` (the full Entry), and an
-output file (``{id, verificationJobId, status, downloadURL, ...}``, POSTed to the
-``callbackURL`` given at job creation). The service signs nothing; its advice is a
-shared secret in the webhook URL's query string (``https://you.example/webhooks/svc?key=...``),
-which ``WebhookReceiver`` checks in constant time before anything else happens. Parsing
-is pure (``parse_delivery`` and one ``parse_...`` per kind, in ``_webhook_payloads``); the
-receiver reads each body whole (``_webhook_body``), answers once a delivery is queued,
-and runs each kind's callbacks in the background, retrying failed ones
-(``_webhook_delivery``: the dedupe ledger and the dispatcher). It drops duplicate
-deliveries, ignores test deliveries, and wakes ``jobs.wait`` calls of a
-``Client(..., webhooks=receiver)``. ``feed_sync_state`` lets entry updates advance an
-``entries.sync`` state, so a later sync does not report them again.
+``await receiver.receive(body, query, headers)`` applies the rules of
+``svc_async.webhooks.core`` (secret, size, parse) and answers with an ``Answer``; an
+accepted delivery is claimed and queued in the backend chosen when the receiver was
+made, as redis-py's ``ConnectionPool(connection_class=...)`` chooses its connections:
+``MemoryBackend`` (this process), or with ``fleet=`` (or ``SVC_FLEET_URL``) the fleet's
+``RedisBackend``. Callbacks run in the background and failed ones are retried
+(``delivery``); duplicates are dropped, test deliveries ignored, and the ``jobs.wait``
+calls of a ``Client(..., webhooks=receiver)`` woken. The aiohttp adapter
+(``routes``, ``app``, ``handle``) is ``svc_async.webhooks.aiohttp``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
-
-import attrs
-import yarl
-from aiohttp.web_log import AccessLogger
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from .._core import validate as _validate
 from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
 from ..errors import WebhookPayloadError, WebhookVerificationError
 from ..fleet import fleet_url
-from ..redact import redact_url
-from ..resources.sync import feed_sync_state
 from ..retry import RetryPolicy
-from .body import BodyRefused, read_body
-from .delivery import (
-    DeliveryDispatcher,
-    DeliveryJob,
-    DeliveryKey,
-    LocalDispatcher,
-    MemoryLedger,
-    delivery_key,
+from .body import read_body
+from .core import (
+    ACCEPTED,
+    CLOSING,
+    DEFAULT_PATH,
+    MAX_BODY,
+    TOO_LARGE,
+    UNAUTHORIZED,
+    Answer,
+    Inbound,
+    Secrets,
+    refusal,
 )
+from .delivery import Backend, Callbacks, MemoryBackend, ReceiverStats
 from .payloads import (
     Delivery,
     EntryCallback,
@@ -59,11 +53,10 @@ from .payloads import (
     parse_output_file,
     parse_status_update,
 )
+from .waiters import JobSubscription, Waiters
 
 if TYPE_CHECKING:
     from aiohttp import web
-    from aiohttp.web_request import BaseRequest
-    from aiohttp.web_response import StreamResponse
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +64,7 @@ __all__ = [
     "DEFAULT_CALLBACK_RETRY",
     "DEFAULT_PATH",
     "MAX_BODY",
+    "Answer",
     "Delivery",
     "EntryCallback",
     "EntryUpdate",
@@ -79,92 +73,32 @@ __all__ = [
     "OutputFileCallback",
     "OutputFileUpdate",
     "ReceiverStats",
-    "RedactedAccessLogger",
     "StatusCallback",
     "Verifier",
     "WebhookPayloadError",
     "WebhookReceiver",
-    "feed_sync_state",
     "parse_delivery",
     "parse_entry_update",
     "parse_output_file",
     "parse_status_update",
 ]
 
-DEFAULT_PATH = "/webhooks/svc"
-"""Where ``WebhookReceiver.routes`` and ``app`` mount the handler by default."""
-
-MAX_BODY = 4 * 1024 * 1024
-"""Largest delivery body accepted: a status update is a few dozen bytes, but an entry
-update carries the whole Entry with its songs and licence data."""
-
 DEFAULT_CALLBACK_RETRY = RetryPolicy(attempts=5, wait_initial=1.0, wait_max=30.0)
 """How failed callbacks are retried by default: 5 runs, waits of up to 1, 2, 4, 8 s."""
 
 _U = TypeVar("_U", JobStatusUpdate, EntryUpdate, OutputFileUpdate)
 
-Verifier = Callable[["web.Request", bytes], Awaitable[None] | None]
-"""A hook run on each delivery (request and raw body) before parsing; it raises
-``WebhookVerificationError`` to refuse the delivery (for a future signature scheme)."""
+Verifier = Callable[[Any, bytes], Awaitable[None] | None]
+"""A hook run on each delivery (the adapter's request, aiohttp's ``web.Request``, and the
+raw body) before parsing; it raises ``WebhookVerificationError`` to refuse the delivery
+(for a future signature scheme)."""
 
-
-@attrs.define(slots=True)
-class ReceiverStats:
-    """What a receiver did with the deliveries it got, for metrics and tests."""
-
-    received: int = 0
-    """Every request that reached the handler."""
-    rejected: int = 0
-    """Refused: wrong or missing secret, a verifier's refusal, a bad payload, a body too
-    large (413), too slow (408) or cut short."""
-    tests: int = 0
-    """Test deliveries (``isTest``), acknowledged and ignored."""
-    duplicates: int = 0
-    """Re-deliveries (same job id and status; same entry content as the entry's last
-    delivery; same output file status) of one handled or in hand, acknowledged and
-    dropped."""
-    dispatched: int = 0
-    """Real updates handed to callbacks and waiters."""
-    callback_errors: int = 0
-    """Each time a callback raised (logged, never propagated; retried)."""
-    retries: int = 0
-    """Runs of a delivery's callbacks after a failed run."""
-    given_up: int = 0
-    """Deliveries whose callbacks still failed after the last attempt, or were unfinished
-    when the receiver closed; their redelivery is handled again."""
-
-
-@attrs.define(eq=False)
-class JobSubscription:
-    """Interest in news of one job, from ``WebhookReceiver.subscribe``.
-
-    Each status update for ``job_id`` is stored in ``update`` and sets ``event``; the
-    subscriber clears them when it has looked. ``jobs.wait``, ``watch`` and
-    ``wait_many`` use this to wake early; an application may too.
-    """
-
-    job_id: int
-    event: asyncio.Event = attrs.Factory(asyncio.Event)
-    update: JobStatusUpdate | None = None
-
-
-def _secrets(secret: str | Sequence[str] | None) -> tuple[bytes, ...]:
-    if secret is None:
-        return ()
-    items = [secret] if isinstance(secret, str) else list(secret)
-    if not items:
-        raise ValueError("secret must be a non-empty string or a non-empty list of them")
-    out = []
-    for item in items:
-        if not isinstance(item, str) or not item:
-            raise ValueError("each webhook secret must be a non-empty string")
-        out.append(item.encode())
-    return tuple(out)
+Body = bytes | bytearray | memoryview | AsyncIterable[bytes]
+"""A request body: whole, or streamed in chunks (read within the receiver's timeouts)."""
 
 
 def _check_arguments(
     *,
-    secret_param: object,
     verifier: object,
     callback_retry: object,
     clock: object,
@@ -172,8 +106,6 @@ def _check_arguments(
     account: object,
 ) -> None:
     """``WebhookReceiver``'s arguments checked, in order (``seconds``: the durations)."""
-    if not isinstance(secret_param, str) or not secret_param:
-        raise ValueError("secret_param must be a non-empty string")
     if verifier is not None and not callable(verifier):
         raise TypeError("verifier must be callable")
     if not isinstance(callback_retry, RetryPolicy):
@@ -186,23 +118,25 @@ def _check_arguments(
 
 
 class WebhookReceiver:
-    """Receives the service's webhooks in an aiohttp application.
+    """Receives the service's webhooks, in aiohttp (``routes``, ``app``) or through
+    ``receive`` from any framework.
 
     ``secret`` (a string, or several during a rotation) must equal the ``secret_param``
     query parameter of each delivery (compared with ``hmac.compare_digest``); without it
     the request gets 401 and nothing is dispatched. The body is then read whole, up to
-    ``MAX_BODY`` bytes (413 beyond), each piece within ``read_timeout`` seconds and all of
-    it within ``body_timeout`` (408 otherwise). ``verifier`` runs next, for a future
-    signature scheme. An accepted delivery is answered 204 once it is queued (a
-    malformed one 400); callbacks registered with ``on_status_update``,
-    ``on_entry_update`` and ``on_output_file`` run in the background (``drain``/``aclose``
-    wait for them), and the ones that raise are run again as ``callback_retry`` says.
-    Duplicates within the last ``dedupe_size`` delivery slots are dropped: the same (job
-    id, status); an entry delivered with the same content as its previous delivery; the
-    same output file status. A delivery counts as seen from its arrival, but is
-    forgotten again if its callbacks are given up, so a redelivery is handled anew. Test
-    deliveries never reach callbacks or waiters. ``clock`` is where the waits between
-    callback attempts run (default: the system clock).
+    ``MAX_BODY`` bytes (413 beyond); a streamed one piece by piece within
+    ``read_timeout`` seconds and all of it within ``body_timeout`` (408 otherwise).
+    ``verifier`` runs next, for a future signature scheme. An accepted delivery is
+    answered 204 once it is queued (a malformed one 400); callbacks registered with
+    ``on_status_update``, ``on_entry_update`` and ``on_output_file`` run in the
+    background (``drain``/``aclose`` wait for them), and the ones that raise are run
+    again as ``callback_retry`` says. Duplicates within the last ``dedupe_size``
+    delivery slots are dropped: the same (job id, status); an entry delivered with the
+    same content as its previous delivery; the same output file status. A delivery
+    counts as seen from its arrival, but is forgotten again if its callbacks are given
+    up, so a redelivery is handled anew. Test deliveries never reach callbacks or
+    waiters. ``clock`` is where the waits between callback attempts run (default: the
+    system clock).
 
     ``fleet`` (default ``SVC_FLEET_URL``), a Redis URL, makes replicas act as one
     (``svc_async.webhooks.redis``): deduplicated fleet-wide over the last ``dedupe_size``
@@ -230,8 +164,8 @@ class WebhookReceiver:
         account: str | None = None,
         dedupe_window: float = 600.0,
     ) -> None:
+        self._secrets = Secrets(secret, secret_param)
         _check_arguments(
-            secret_param=secret_param,
             verifier=verifier,
             callback_retry=callback_retry,
             clock=clock,
@@ -243,9 +177,6 @@ class WebhookReceiver:
             },
             account=account,
         )
-        self._memory = MemoryLedger(dedupe_size)
-        self._secrets = _secrets(secret)
-        self._warned_open = False
         self.secret_param = secret_param
         self._verifier = verifier
         self.callback_retry = callback_retry
@@ -253,235 +184,181 @@ class WebhookReceiver:
         self.body_timeout = float(body_timeout)
         self.clock: Clock = SYSTEM_CLOCK if clock is None else clock
         """Where the waits between callback attempts and the drain deadlines run."""
-        self._local = LocalDispatcher(
-            self._attempt, self._finish, policy=callback_retry, clock=self.clock
-        )
-        self._dispatcher: DeliveryDispatcher = self._local
-        self._fleet: Any = None
-        fleet = fleet_url(fleet)
-        if fleet is not None:
-            # Replicas act as one: a shared ledger, streams of deliveries, job wake-ups.
-            from .redis import FleetDeliveries
+        self.stats = ReceiverStats()
+        """Counters of what the receiver did."""
+        self._callbacks = Callbacks(self.stats, callback_retry)
+        self._waiters = Waiters()
+        self._backend: Backend
+        url = fleet_url(fleet)
+        if url is None:
+            self._backend = MemoryBackend(
+                self._callbacks, self._waiters, dedupe_size=dedupe_size, clock=self.clock
+            )
+        else:
+            from .redis import RedisBackend  # redis is imported only for a fleet
 
-            self._fleet = FleetDeliveries(
-                fleet,
+            self._backend = RedisBackend(
+                url,
+                self._callbacks,
+                self._waiters,
                 secrets=self._secrets,
                 account=account,
-                attempt=self._attempt,
-                finish=self._finish,
-                policy=callback_retry,
                 clock=self.clock,
-                make_job=self._job,
-                wake=self._wake,
-                kinds=self._kinds,  # a waiter's receiver takes no delivery at all
                 claim_after=claim_after,
                 dedupe_window=dedupe_window,
                 dedupe_size=dedupe_size,
             )
-            self._dispatcher = self._fleet.dispatcher
-        self._callbacks: list[StatusCallback] = []
-        self._entry_callbacks: list[EntryCallback] = []
-        self._output_callbacks: list[OutputFileCallback] = []
-        self._tasks: set[asyncio.Task[None]] = set()  # claims and queueing still settling
-        self._subscriptions: dict[int, set[JobSubscription]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()  # dispatches still settling
         self._closed = False
-        self.stats = ReceiverStats()
-        """Counters of what the receiver did."""
+        self._warned_open = False
 
     def __repr__(self) -> str:
         secured = "secret" if self._secrets else "NO secret"
-        callbacks = len(self._callbacks) + len(self._entry_callbacks) + len(self._output_callbacks)
         return (
             f"<WebhookReceiver {secured} param={self.secret_param!r}"
-            f" callbacks={callbacks} pending={self.pending}>"
+            f" callbacks={len(self._callbacks)} pending={self.pending}>"
         )
 
     # ------------------------------------------------------------ registration
 
     def on_status_update(self, callback: StatusCallback) -> StatusCallback:
         """Register ``callback`` (sync or async) for real status updates; works as a decorator."""
-        if not callable(callback):
-            raise TypeError("callback must be callable")
-        self._callbacks.append(callback)
-        if self._fleet is not None:
-            self._fleet.callbacks_added()
-        return callback
+        return self._register(self._callbacks.status, callback)
 
     def on_entry_update(self, callback: EntryCallback) -> EntryCallback:
         """Register ``callback`` (sync or async) for entry updates (``EntryUpdate``)."""
-        if not callable(callback):
-            raise TypeError("callback must be callable")
-        self._entry_callbacks.append(callback)
-        if self._fleet is not None:
-            self._fleet.callbacks_added()
-        return callback
-
-    def _kinds(self) -> frozenset[str]:
-        """The kinds of the fleet's shared deliveries this receiver can run: only those
-        it has callbacks for (a replica never takes a delivery it cannot run)."""
-        kinds = ("status",) if self._callbacks else ()
-        return frozenset(kinds + (("entry",) if self._entry_callbacks else ()))
+        return self._register(self._callbacks.entry, callback)
 
     def on_output_file(self, callback: OutputFileCallback) -> OutputFileCallback:
         """Register ``callback`` (sync or async) for output files (``OutputFileUpdate``)."""
+        return self._register(self._callbacks.output, callback)
+
+    def _register(
+        self,
+        into: list[Callable[[_U], Awaitable[None] | None]],
+        callback: Callable[[_U], Awaitable[None] | None],
+    ) -> Callable[[_U], Awaitable[None] | None]:
         if not callable(callback):
             raise TypeError("callback must be callable")
-        self._output_callbacks.append(callback)
+        into.append(callback)
+        self._backend.refresh()
         return callback
+
+    # ------------------------------------------------------------ the aiohttp adapter
 
     def routes(self, path: str = DEFAULT_PATH) -> list[web.RouteDef]:
         """Route definitions to add to your app: ``app.add_routes(receiver.routes())``."""
-        if not path.startswith("/"):
-            raise ValueError("path must start with '/'")
-        self._warn_if_open()
-        from aiohttp import web  # the server half of aiohttp, only when receiving
+        from . import aiohttp as adapter
 
-        return [web.post(path, self.handle)]
+        return adapter.routes(self, path)
 
     def app(self, path: str = DEFAULT_PATH) -> web.Application:
         """A small aiohttp application serving only the receiver; it drains on shutdown."""
-        from aiohttp import web
+        from . import aiohttp as adapter
 
-        application = web.Application(client_max_size=MAX_BODY)
-        application.add_routes(self.routes(path))
+        return adapter.app(self, path)
 
-        async def _drain(_: web.Application) -> None:
-            await self.aclose()
+    async def handle(self, request: web.Request) -> web.Response:
+        """The aiohttp handler: ``receive`` with the request's streamed body."""
+        from . import aiohttp as adapter
 
-        async def _join(_: web.Application) -> None:
-            if self._fleet is not None:
-                self._fleet.listen()  # take the fleet's deliveries from the start
+        return await adapter.handle(self, request)
 
-        application.on_startup.append(_join)
-        application.on_shutdown.append(_drain)
-        return application
-
-    # ------------------------------------------------------------ the handler
-
-    def _warn_if_open(self) -> None:
+    def warn_if_open(self) -> None:
+        """Warn once that a receiver without a secret is being served."""
         if not self._secrets and not self._warned_open:
             self._warned_open = True
             logger.warning(
                 "WebhookReceiver has no secret: anyone who can reach it can post status updates"
             )
 
+    # ------------------------------------------------------------ the entry point
+
     def check_secret(self, value: str | None) -> bool:
         """Whether ``value`` (the query parameter, None when absent) is an accepted secret."""
-        return self._secret_index(value) is not None
+        return self._secrets.index(value) is not None
 
-    def _secret_index(self, value: str | None) -> int | None:
-        """Which secret ``value`` is (0 with none configured), compared in constant time."""
-        if not self._secrets:
-            return 0
-        if value is None:
-            return None
-        given = value.encode()
-        found = None
-        for index, secret in enumerate(self._secrets):
-            if hmac.compare_digest(given, secret):
-                found = index
-        return found
-
-    async def handle(self, request: web.Request) -> web.Response:
-        """The aiohttp handler: check, read, parse, queue, acknowledge."""
-        from aiohttp import web
-
+    async def receive(
+        self, body: Body, query: Any, headers: Mapping[str, str], *, request: Any = None
+    ) -> Answer:
+        """Answer one POSTed delivery from its parts: the ``body`` (bytes, or an async
+        iterable of chunks), the ``query`` (a multi-mapping: a repeated secret is
+        refused) and the ``headers``. ``request`` is handed to the ``verifier``."""
         self.stats.received += 1
-        self._warn_if_open()
-        if request.method != "POST":
-            return web.Response(status=405, headers={"Allow": "POST"})
-        values = request.query.getall(self.secret_param, [])
-        secret = self._secret_index(values[0] if len(values) == 1 else None)
+        self.warn_if_open()
+        secret = self._secrets.of_query(query)
         if secret is None:
-            self.stats.rejected += 1
-            logger.warning("webhook refused: wrong or missing secret (%s)", request.path)
-            return web.Response(status=401, text="unauthorized")
+            return self._refused(UNAUTHORIZED, "wrong or missing secret")
         if self._closed:
-            return web.Response(status=503, headers={"Retry-After": "5"})
-        body = await self._read(request)
-        if isinstance(body, web.Response):  # refused: too large, too slow or cut short
-            self.stats.rejected += 1
-            return body
+            return CLOSING
+        raw = await self._read(body, headers)
+        if isinstance(raw, Answer):  # too large, too slow or cut short
+            return self._refused(raw, raw.body.decode())
         try:
             if self._verifier is not None:
-                verdict = self._verifier(request, body)
+                verdict = self._verifier(request, raw)
                 if inspect.isawaitable(verdict):
                     await verdict
-            update = parse_delivery(body, request.headers)
+            inbound = Inbound.from_body(raw, headers)
         except WebhookVerificationError as exc:
-            self.stats.rejected += 1
-            logger.warning("webhook refused by verifier (%s): %s", request.path, exc)
-            return web.Response(status=401, text="unauthorized")
+            return self._refused(UNAUTHORIZED, f"refused by verifier: {exc}")
         except WebhookPayloadError as exc:
-            self.stats.rejected += 1
-            logger.warning("webhook with a bad payload (%s): %s", request.path, exc)
-            return web.Response(status=400, text=str(exc))
-        await self._take(update, secret)
-        return web.Response(status=204)
+            return self._refused(refusal(400, str(exc)), f"bad payload: {exc}")
+        await self._take(inbound, secret)
+        return ACCEPTED
 
-    async def _read(self, request: web.Request) -> bytes | web.Response:
-        """The whole body, or the answer refusing it (the connection is then closed)."""
-        from aiohttp import web
+    async def _read(self, body: Body, headers: Mapping[str, str]) -> bytes | Answer:
+        """The whole body, or the answer refusing it."""
+        if isinstance(body, bytes | bytearray | memoryview):
+            return TOO_LARGE if len(body) > MAX_BODY else bytes(body)
+        length = headers.get("Content-Length", "")
+        if length.isdigit() and int(length) > MAX_BODY:
+            return TOO_LARGE
+        return await read_body(
+            body, MAX_BODY, read_timeout=self.read_timeout, body_timeout=self.body_timeout
+        )
 
-        body: bytes | BodyRefused
-        if request.content_length is not None and request.content_length > MAX_BODY:
-            body = BodyRefused(status=413, reason=f"body over {MAX_BODY} bytes")
-        else:
-            body = await read_body(
-                request.content,
-                MAX_BODY,
-                read_timeout=self.read_timeout,
-                body_timeout=self.body_timeout,
-            )
-        if isinstance(body, bytes):
-            return body
-        logger.warning("webhook refused (%s): %s", request.path, body.reason)
-        answer = web.Response(status=body.status, text=f"webhook {body.reason}")
-        answer.force_close()
+    def _refused(self, answer: Answer, reason: str) -> Answer:
+        self.stats.rejected += 1
+        logger.warning("webhook refused: %s", reason)
         return answer
 
     # ------------------------------------------------------------ dispatching
 
     def dispatch(self, update: Delivery) -> bool:
-        """Hand a parsed delivery to waiters and its kind's callbacks (in the background).
+        """Hand a parsed delivery to waiters and its kind's callbacks, in the background.
 
-        Use it from another web framework once you have checked the secret yourself.
-        Returns False when the update was dropped as a test delivery or a duplicate.
-        In a fleet the shared store decides in the background, and the update counts as
-        taken (``await accept(update)`` waits for the verdict).
+        Use it from sync code of the event loop's thread, once you have checked the
+        secret yourself. Returns False for a test delivery; a duplicate is dropped in
+        the background (``await accept(update)`` waits for the verdict).
         """
         if update.is_test:
             return self._test_delivery()
-        if self._fleet is not None:
-            self._background(self._take(update, 0))
-            return True
-        key = delivery_key(update)
-        if not self._memory.claim(key):
-            return self._duplicate(update)
-        self._announce(update)
-        job = self._job(key, update)
-        if job.todo:
-            self._local.submit(job)
-        else:
-            self._memory.complete(key)
+        task = asyncio.get_running_loop().create_task(self.accept(update))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
         return True
 
     async def accept(self, update: Delivery) -> bool:
-        """``dispatch``, awaiting the shared store if any: True once the update is queued,
-        False when it was a test delivery or a duplicate. In a fleet it counts as having
-        come with the first secret."""
-        return await self._take(update, 0)
+        """Take a parsed delivery: True once it is queued, False when it was a test
+        delivery or a duplicate. In a fleet it counts as having come with the first
+        secret."""
+        return await self._take(Inbound.of(update), 0)
 
-    async def _take(self, update: Delivery, secret: int) -> bool:
-        """``accept`` for an update that came with the ``secret``-th secret."""
-        if self._fleet is None or update.is_test:
-            return self.dispatch(update)
-        key = self._fleet.scoped(delivery_key(update), secret)
-        if not await self._fleet.ledger.claim(key):
-            return self._duplicate(update)
-        self._announce(update)
-        # Queued even without a callback here: another replica may have one.
-        await self._fleet.dispatcher.submit(self._job(key, update))
+    async def _take(self, inbound: Inbound, secret: int) -> bool:
+        """Claim and queue a delivery that came with the ``secret``-th secret."""
+        update = inbound.update
+        if update.is_test:
+            return self._test_delivery()
+        key = self._backend.key(inbound, secret)
+        if not await self._backend.claim(key):
+            self.stats.duplicates += 1
+            logger.debug("duplicate webhook delivery dropped: %s", describe(update))
+            return False
+        self.stats.dispatched += 1
+        if isinstance(update, JobStatusUpdate):
+            self._backend.announce(update)
+        await self._backend.submit(self._callbacks.job(key, update, inbound.body))
         return True
 
     def _test_delivery(self) -> bool:
@@ -489,129 +366,44 @@ class WebhookReceiver:
         logger.info("webhook test delivery received and ignored")
         return False
 
-    def _duplicate(self, update: Delivery) -> bool:
-        self.stats.duplicates += 1
-        logger.debug("duplicate webhook delivery dropped: %s", describe(update))
-        return False
-
-    def _announce(self, update: Delivery) -> None:
-        """Count a claimed update and wake its waiters, here and in the fleet."""
-        self.stats.dispatched += 1
-        if isinstance(update, JobStatusUpdate):
-            self._wake(update)
-            if self._fleet is not None:
-                self._background(self._fleet.publish(update))  # every process's waiters
-
-    def _wake(self, update: JobStatusUpdate) -> None:
-        """Hand a status update to this process's subscriptions (``jobs.wait``)."""
-        for sub in self._subscriptions.get(update.job_id, ()):
-            sub.update = update
-            sub.event.set()
-
-    def _job(self, key: DeliveryKey, update: Delivery) -> DeliveryJob:
-        """The job running ``update`` through its kind's callbacks."""
-        callbacks: Sequence[Callable[[Any], Awaitable[None] | None]]
-        if isinstance(update, JobStatusUpdate):
-            callbacks = self._callbacks
-        elif isinstance(update, EntryUpdate):
-            callbacks = self._entry_callbacks
-        else:
-            callbacks = self._output_callbacks
-        return DeliveryJob(key=key, update=update, todo=list(callbacks))
-
-    def _background(self, work: Awaitable[Any]) -> None:
-        async def settle() -> None:
-            await work
-
-        task = asyncio.get_running_loop().create_task(settle())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _attempt(self, job: DeliveryJob) -> bool:
-        """Run the callbacks of ``job`` that have not succeeded yet; True when all have."""
-        if job.attempts > 1:
-            self.stats.retries += 1
-        last = job.attempts >= self.callback_retry.attempts
-        failed = []
-        for callback in job.todo:
-            try:
-                result = callback(job.update)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:
-                self.stats.callback_errors += 1
-                logger.log(
-                    logging.ERROR if last else logging.WARNING,
-                    "webhook callback %r failed for %s (attempt %d of %d)",
-                    callback,
-                    describe(job.update),
-                    job.attempts,
-                    self.callback_retry.attempts,
-                    exc_info=True,
-                )
-                failed.append(callback)
-        job.todo = failed
-        return not failed
-
-    async def _finish(self, job: DeliveryJob, done: bool) -> None:
-        """Settle a job in the ledger: handled, or given up (a redelivery is handled)."""
-        if done:
-            if self._fleet is None:
-                self._memory.complete(job.key)
-            else:
-                await self._fleet.ledger.complete(job.key)
-            return
-        self.stats.given_up += 1
-        logger.error(
-            "webhook delivery given up after %d attempt(s), %d callback(s) unfinished: %s",
-            job.attempts,
-            len(job.todo),
-            describe(job.update),
-        )
-        if self._fleet is None:
-            self._memory.release(job.key)
-        else:
-            await self._fleet.ledger.release(job.key)
-
     # ------------------------------------------------------------ waiters (for jobs.wait)
 
     def subscribe(self, job_id: int, event: asyncio.Event | None = None) -> JobSubscription:
         """Register interest in ``job_id``; ``event`` (shared or new) is set on each update.
 
         Pair every call with ``unsubscribe`` (in a ``finally``), or the receiver keeps it.
+        In a fleet, updates received by any replica wake this process too.
         """
-        sub = JobSubscription(job_id) if event is None else JobSubscription(job_id, event)
-        if self._fleet is not None:
-            self._fleet.listen()  # updates received by any replica wake this process too
-        self._subscriptions.setdefault(job_id, set()).add(sub)
-        return sub
+        self._backend.start()
+        return self._waiters.subscribe(job_id, event)
 
     def unsubscribe(self, sub: JobSubscription) -> None:
         """Drop a subscription; dropping one twice is harmless."""
-        subs = self._subscriptions.get(sub.job_id)
-        if subs is not None:
-            subs.discard(sub)
-            if not subs:
-                del self._subscriptions[sub.job_id]
+        self._waiters.unsubscribe(sub)
 
     @property
     def subscribed_jobs(self) -> frozenset[int]:
         """The job ids someone is subscribed to now."""
-        return frozenset(self._subscriptions)
+        return self._waiters.jobs
 
     # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Take the fleet's deliveries and wake-ups from now on (needs a running loop;
+        ``app()`` and ``async with`` call it)."""
+        self._backend.start()
 
     @property
     def pending(self) -> int:
         """Deliveries whose callbacks are still queued, running or waiting to retry."""
-        return len(self._tasks) + self._dispatcher.pending
+        return len(self._tasks) + self._backend.pending
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait until the deliveries taken so far are done or given up (or ``timeout``)."""
         end = None if timeout is None else self.clock.now() + timeout
         if self._tasks:
             await wait_tasks(self.clock, self._tasks, timeout)
-        await self._dispatcher.drain(None if end is None else max(0.0, end - self.clock.now()))
+        await self._backend.drain(None if end is None else max(0.0, end - self.clock.now()))
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
         """Refuse new deliveries (503), let running callbacks finish, give up stragglers."""
@@ -619,16 +411,12 @@ class WebhookReceiver:
         end = None if timeout is None else self.clock.now() + timeout
         if self._tasks:
             await wait_tasks(self.clock, self._tasks, timeout)
-        left = None if end is None else max(0.0, end - self.clock.now())
-        await self._dispatcher.aclose(left)
-        if self._fleet is not None:
-            await self._fleet.aclose(0.0)
+        await self._backend.aclose(None if end is None else max(0.0, end - self.clock.now()))
         for task in set(self._tasks):
             task.cancel()
 
     async def __aenter__(self) -> Self:
-        if self._fleet is not None:
-            self._fleet.listen()
+        self._backend.start()
         return self
 
     async def __aexit__(
@@ -639,38 +427,3 @@ class WebhookReceiver:
     ) -> None:
         await self.aclose()
 
-
-class RedactedAccessLogger(AccessLogger):
-    """aiohttp's access log with every query value hidden: the webhook secret rides in
-    the query string. Pass it as ``web.AppRunner(app, access_log_class=...)`` or
-    ``web.run_app(app, access_log_class=...)``; the format options are aiohttp's."""
-
-    def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
-        if request.rel_url.raw_query_string:
-            request = cast("BaseRequest", _RedactedRequest(request))
-        super().log(request, response, time)
-
-
-class _RedactedRequest:
-    """A request as the access log sees it: the same, but its URL's query values hidden."""
-
-    __slots__ = ("_request", "rel_url")
-
-    def __init__(self, request: BaseRequest) -> None:
-        self._request = request
-        self.rel_url = yarl.URL(redact_url(request.rel_url), encoded=True)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._request, name)
-
-    @property
-    def path_qs(self) -> str:
-        return self.rel_url.path_qs
-
-    @property
-    def raw_path(self) -> str:
-        return self.rel_url.raw_path_qs
-
-    @property
-    def query_string(self) -> str:
-        return self.rel_url.query_string

@@ -1,21 +1,23 @@
-"""Webhook replicas acting as one: a shared dedupe window and Redis Streams of deliveries.
+"""The fleet's delivery backend: replicas acting as one, over Redis.
 
-``FleetDeliveries`` gives a ``WebhookReceiver`` the two seams it talks to, each routing a
-delivery by its key's ``scope`` (the namespace: the account's, or the webhook secret's
-the delivery came with, so replicas on ``s1`` and on ``["s1", "s2"]`` share a rotation):
+``RedisBackend`` is the ``Backend`` a ``WebhookReceiver(fleet=...)`` chooses. It routes
+each delivery by its key's ``scope`` (the namespace: the account's, or the webhook
+secret's the delivery came with, so replicas on ``s1`` and on ``["s1", "s2"]`` share a
+rotation), and applies the rules of ``svc_async.webhooks.core`` fleet-wide:
 
-* ``ledger`` (``FleetLedger``): a delivery slot is claimed with one atomic script, so the
+* dedupe (``FleetLedger``): a delivery slot is claimed with one atomic script, so the
   same delivery sent to two replicas is taken by one. A claim is remembered for
   ``dedupe_window`` seconds: Redis holds recent history only.
-* ``dispatcher`` (``FleetDispatcher``): a claimed delivery is sealed (``seal``) and added
-  to its kind's stream with its place in its subject's order, in one script. Replicas
-  read only the kinds they have callbacks for, so none takes a delivery it cannot run.
-  A job waits for the one before it about the same subject to settle, in whichever
-  replica, so order per job holds across the fleet. While a replica holds an entry it
-  renews it (``XCLAIM ... JUSTID``) every third of ``claim_after``: only a dead
-  replica's entries go idle and are taken over (``XAUTOCLAIM``). A settled entry is
-  acknowledged and deleted; the replica that received a delivery keeps it until it has
-  settled anywhere, and adds it again if a restarted, empty Redis lost it.
+* order and at-least-once (``FleetDispatcher``): a claimed delivery's body, as it was
+  received, is sealed (``seal``) and added to its kind's stream with its place in its
+  subject's order, in one script. Replicas read only the kinds they have callbacks
+  for, so none takes a delivery it cannot run; each entry is parsed once there. A job
+  waits for the one before it about the same subject to settle, in whichever replica,
+  so order per job holds across the fleet. While a replica holds an entry it renews it
+  (``XCLAIM ... JUSTID``) every third of ``claim_after``: only a dead replica's entries
+  go idle and are taken over (``XAUTOCLAIM``). A settled entry is acknowledged and
+  deleted; the replica that received a delivery keeps it until it has settled
+  anywhere, and adds it again if a restarted, empty Redis lost it.
 
 Output-file deliveries run on the replica that received them (deduplicated fleet-wide).
 A status update is published (``wake``) so ``jobs.wait`` wakes in every process. With
@@ -36,22 +38,15 @@ import attrs
 import orjson
 
 from ..clock import Clock
-from ..converter import unstructure
 from ..errors import WebhookPayloadError
 from ..fleet.keys import GROUP, KINDS, Keys, scope_for
 from ..fleet.seal import Seal
 from ..fleet.store import Store, cancel_and_wait
-from ..retry import RetryPolicy
-from .delivery import (
-    Attempt,
-    DeliveryJob,
-    DeliveryKey,
-    Finish,
-    LocalDispatcher,
-    MemoryLedger,
-)
+from .core import DeliveryKey, Inbound, MemoryLedger, Secrets
+from .delivery import Callbacks, DeliveryJob, LocalDispatcher
 from .payloads import Delivery, EntryUpdate, JobStatusUpdate, parse_delivery
 from .wake import JobWake
+from .waiters import Waiters
 
 logger = logging.getLogger(__name__)
 
@@ -206,15 +201,6 @@ def kind_of(update: Delivery) -> str | None:
     return None
 
 
-def _wire(update: Delivery) -> bytes:
-    """A status or entry update as the service sent it."""
-    if isinstance(update, JobStatusUpdate):
-        return orjson.dumps({"id": update.job_id, "status": str(update.status)})
-    assert isinstance(update, EntryUpdate)
-    scope = {"eventId": update.event_id} if update.event_id else {"seasonId": update.season_id}
-    return orjson.dumps({"entry": unstructure(update.entry), **scope})
-
-
 class FleetLedger:
     """The dedupe window of every replica, in Redis (``DeliveryLedger``): the last
     ``size`` delivery slots claimed within ``window`` seconds, so Redis holds a bounded
@@ -283,9 +269,9 @@ class _Sent:
 class FleetDispatcher:
     """Runs the deliveries of any replica through per-kind streams (see the module).
 
-    ``make_job`` builds the job of a delivery read from a stream (this receiver's
-    callbacks for its kind); ``kinds`` says which kinds this receiver has callbacks for
-    now; ``local`` runs jobs in this process.
+    ``callbacks`` are this receiver's (the kinds it reads, and each job's run);
+    ``ledger`` settles each job's claim; ``local`` runs jobs in this process, with this
+    dispatcher as their target (``attempt`` in turn, ``finish`` settling everywhere).
     """
 
     def __init__(
@@ -294,12 +280,9 @@ class FleetDispatcher:
         scopes: Iterable[str],
         seals: Mapping[str, Seal],
         *,
-        attempt: Attempt,
-        finish: Finish,
-        policy: RetryPolicy,
+        callbacks: Callbacks,
+        ledger: FleetLedger,
         clock: Clock,
-        make_job: Callable[[DeliveryKey, Delivery], DeliveryJob],
-        kinds: Callable[[], frozenset[str]],
         claim_after: float = 30.0,
     ) -> None:
         self.store = store
@@ -307,11 +290,9 @@ class FleetDispatcher:
         self.seals = dict(seals)
         self.claim_after = claim_after
         self.clock = clock
-        self._kinds = kinds
-        self._attempt = attempt
-        self._finish = finish
-        self._make_job = make_job
-        self.local = LocalDispatcher(self._in_turn, self._settle, policy=policy, clock=clock)
+        self.callbacks = callbacks
+        self.ledger = ledger
+        self.local = LocalDispatcher(self, policy=callbacks.policy, clock=clock)
         self.consumer = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
         self._held: dict[DeliveryJob, _Held] = {}
         self._sent: dict[DeliveryJob, _Sent] = {}
@@ -356,8 +337,7 @@ class FleetDispatcher:
 
     async def _add(self, job: DeliveryJob, kind: str, seal: Seal | None) -> _Sent | None:
         keys = Keys(job.key.scope)
-        body = _wire(job.update)
-        sealed = seal.seal(body) if seal is not None else body
+        sealed = seal.seal(job.body) if seal is not None else job.body
         stream, order = keys.stream(kind), keys.order(job.key.subject)
         fields: list[str | bytes] = [
             "slot",
@@ -382,7 +362,7 @@ class FleetDispatcher:
     def start(self) -> None:
         """Read this receiver's scopes' streams from now on (once; needs a running loop),
         for the kinds it has callbacks for; a receiver with none takes nothing."""
-        if self._closed or not self._kinds():
+        if self._closed or not self.callbacks.kinds():
             return
         loop = asyncio.get_running_loop()
         for scope in self.scopes:
@@ -394,7 +374,8 @@ class FleetDispatcher:
         """Take over dead replicas' entries, then read new ones; run each as a job."""
         keys = Keys(scope)
         while not self._closed:
-            streams = {keys.stream(kind): kind for kind in KINDS if kind in self._kinds()}
+            kinds = self.callbacks.kinds()
+            streams = {keys.stream(kind): kind for kind in KINDS if kind in kinds}
             if not self.store.available or not streams:
                 await self.clock.sleep(self.store.retry_every)
                 continue
@@ -457,17 +438,17 @@ class FleetDispatcher:
         except (WebhookPayloadError, KeyError, UnicodeDecodeError):
             logger.error("fleet delivery unreadable in %s; left pending", scope)
             return None
-        job = self._make_job(key, update)
+        job = self.callbacks.job(key, update)
         return job if job.todo else None
 
     # ------------------------------------------------------------ running in order
 
-    async def _in_turn(self, job: DeliveryJob) -> bool:
+    async def attempt(self, job: DeliveryJob) -> bool:
         """Run a job's callbacks once the job before it about its subject has settled."""
         held = self._held.get(job)
         if held is not None and job.attempts == 1:
             await self._turn(held)
-        return await self._attempt(job)
+        return await self.callbacks.attempt(job)
 
     async def _turn(self, held: _Held) -> None:
         """Wait until the delivery before this one settled (or the store lost the order,
@@ -489,9 +470,12 @@ class FleetDispatcher:
             await self.clock.sleep(0.02)
         logger.warning("fleet delivery ran before the one ahead of it settled (%s)", order)
 
-    async def _settle(self, job: DeliveryJob, done: bool) -> None:
+    async def finish(self, job: DeliveryJob, done: bool) -> None:
+        """Settle a job: its claim (kept, or released when given up), then its entry."""
         try:
-            await self._finish(job, done)
+            if not done:
+                self.callbacks.given_up(job)
+                await self.ledger.release(job.key)
         finally:
             held = self._held.pop(job, None)
             if held is not None and (done or not self._closed):
@@ -607,76 +591,94 @@ def _fields(raw: Any) -> dict[str, bytes]:
     return {_text(pairs[i]): pairs[i + 1] for i in range(0, len(pairs), 2)}
 
 
-class FleetDeliveries:
-    """The fleet's ledger, dispatcher and job wake-ups for one ``WebhookReceiver``.
+class RedisBackend:
+    """The fleet's ``Backend`` for one ``WebhookReceiver``: its ledger, dispatcher and job
+    wake-ups on the Redis at ``url``.
 
-    ``secrets`` are the receiver's webhook secrets. With ``account`` every delivery
-    belongs to the account's namespace; without it, to the namespace of the secret it
-    came with (``scope_of``), so replicas that share a secret share its deliveries
-    through a rotation.
+    With ``account`` every delivery belongs to the account's namespace; without it, to
+    the namespace of the secret it came with (``scope_for``), so replicas that share a
+    secret share its deliveries through a rotation.
     """
 
     def __init__(
         self,
         url: str,
+        callbacks: Callbacks,
+        waiters: Waiters,
         *,
-        secrets: Iterable[bytes],
+        secrets: Secrets,
         account: str | None,
-        attempt: Attempt,
-        finish: Finish,
-        policy: RetryPolicy,
         clock: Clock,
-        make_job: Callable[[DeliveryKey, Delivery], DeliveryJob],
-        wake: Callable[[JobStatusUpdate], None],
-        kinds: Callable[[], frozenset[str]],
         claim_after: float = 30.0,
         dedupe_window: float = DEDUPE_WINDOW,
         dedupe_size: int = 10_000,
     ) -> None:
-        self.secrets = tuple(secrets)
-        self.seals = [Seal(secret) for secret in self.secrets]
-        self._scopes = [scope_for(account, secret) for secret in self.secrets or (b"",)]
+        self.seals = [Seal(secret) for secret in secrets.values]
+        self._scopes = [scope_for(account, secret) for secret in secrets.values or (b"",)]
         self.store = Store(url, clock=clock)
         self.ledger = FleetLedger(self.store, window=dedupe_window, size=dedupe_size)
         self.dispatcher = FleetDispatcher(
             self.store,
             self._scopes,
             {seal.kid: seal for seal in self.seals},
-            attempt=attempt,
-            finish=finish,
-            policy=policy,
+            callbacks=callbacks,
+            ledger=self.ledger,
             clock=clock,
-            make_job=make_job,
-            kinds=kinds,
             claim_after=claim_after,
         )
         channels = [Keys(scope).channel for scope in dict.fromkeys(self._scopes)]
-        self.wake = JobWake(self.store, wake, channels)
+        self.waiters = waiters
+        self.wake = JobWake(self.store, waiters, channels)
+        """The job wake-ups of this receiver's namespaces."""
+        self._tasks: set[asyncio.Task[None]] = set()  # wake-ups being published
         self._listening = False
 
-    def scoped(self, key: DeliveryKey, secret: int) -> DeliveryKey:
-        """``key`` placed in the namespace of the delivery's secret (by its index in
-        ``secrets``), sealed with that secret's key."""
+    def key(self, inbound: Inbound, secret: int) -> DeliveryKey:
+        """The key placed in the namespace of the delivery's secret (by its index in the
+        receiver's secrets), sealed with that secret's key."""
         kid = self.seals[secret].kid if self.seals else ""
-        return attrs.evolve(key, scope=self._scopes[secret if self.seals else 0], kid=kid)
+        scope = self._scopes[secret if self.seals else 0]
+        return attrs.evolve(inbound.key, scope=scope, kid=kid)
 
-    def listen(self) -> None:
+    async def claim(self, key: DeliveryKey) -> bool:
+        return await self.ledger.claim(key)
+
+    def announce(self, update: JobStatusUpdate) -> None:
+        """Wake this process's waiters now, and every other process's through Redis."""
+        self.waiters.wake(update)
+        task = asyncio.get_running_loop().create_task(
+            self.wake.publish(update.job_id, str(update.status))
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def submit(self, job: DeliveryJob) -> None:
+        """Add the job to the fleet's stream, even with no callback here: another replica
+        may have one."""
+        await self.dispatcher.submit(job)
+
+    def start(self) -> None:
         """Receive the fleet's job wake-ups and deliveries in this process from now on."""
         self._listening = True
         self.wake.listen()
         self.dispatcher.start()
 
-    def callbacks_added(self) -> None:
+    def refresh(self) -> None:
         """The receiver gained a callback: if it listens already, take deliveries now."""
         if self._listening:
             self.dispatcher.start()
 
-    async def publish(self, update: JobStatusUpdate) -> None:
-        """Tell every process of the fleet about a job's new status."""
-        await self.wake.publish(update.job_id, str(update.status))
+    @property
+    def pending(self) -> int:
+        return self.dispatcher.pending + len(self._tasks)
+
+    async def drain(self, timeout: float | None = None) -> None:
+        await self.dispatcher.drain(timeout)
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
         """Stop reading, finish running jobs, stop listening, close the store."""
         await self.dispatcher.aclose(timeout)
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=self.store.timeout * 2)
         await self.wake.aclose()
         await self.store.aclose()

@@ -6,6 +6,9 @@ its first subscriber on) and hands the update to its local subscriptions, so
 ``jobs.wait`` wakes in every process. A wake-up
 only makes the waiter look at the job now; one lost while the store is away costs a poll
 interval, never a result. Job ids and statuses are all the channel carries.
+
+``FleetWake`` is the wake-up source a ``Client(fleet=..., account=...)`` keeps: the
+account's wake-ups alone, with no receiver behind them.
 """
 
 from __future__ import annotations
@@ -19,26 +22,27 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from ..clock import Clock
 from ..errors import WebhookPayloadError
+from ..fleet.keys import Keys, scope_for
 from ..fleet.store import Store, cancel_and_wait
-from .payloads import JobStatusUpdate, parse_status_update
+from .payloads import parse_status_update
+from .waiters import JobSubscription, Waiters
 
 logger = logging.getLogger(__name__)
 
 
 class JobWake:
-    """Publishes status updates and hands the fleet's to ``deliver`` (see the module).
+    """Publishes status updates and hands the fleet's to ``waiters`` (see the module).
 
     The channel is the namespace's own: receivers of another account (other webhook
     secrets) on the same Redis never wake this one's waiters.
     """
 
-    def __init__(
-        self, store: Store, deliver: Callable[[JobStatusUpdate], None], channels: Sequence[str]
-    ) -> None:
+    def __init__(self, store: Store, waiters: Waiters, channels: Sequence[str]) -> None:
         self.store = store
         self.channels = tuple(channels)
-        self._deliver = deliver
+        self.waiters = waiters
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
         """Set while this process is subscribed (tests wait for it)."""
@@ -85,13 +89,47 @@ class JobWake:
         except (ValueError, TypeError, WebhookPayloadError):
             logger.debug("fleet job wake-up unreadable: %r", data)
             return
-        self._deliver(update)
+        self.waiters.wake(update)
 
     async def aclose(self) -> None:
         """Stop listening."""
         if self._task is not None:
             await cancel_and_wait(self._task, self.store.timeout)
             self._task = None
+
+
+class FleetWake:
+    """A ``WakeSource`` of the fleet at ``url``: the status updates any receiver of
+    ``account`` takes wake this process's subscriptions (from the first one on)."""
+
+    def __init__(self, url: str, *, account: str, clock: Clock) -> None:
+        self._waiters = Waiters()
+        store = Store(url, clock=clock)
+        self.wake = JobWake(store, self._waiters, [Keys(scope_for(account, b"")).channel])
+
+    @property
+    def ready(self) -> asyncio.Event:
+        """Set while this process is subscribed to the fleet's wake-ups."""
+        return self.wake.ready
+
+    def subscribe(self, job_id: int, event: asyncio.Event | None = None) -> JobSubscription:
+        """Register interest in ``job_id``; ``event`` (shared or new) is set on each update."""
+        self.wake.listen()
+        return self._waiters.subscribe(job_id, event)
+
+    def unsubscribe(self, sub: JobSubscription) -> None:
+        """Drop a subscription; dropping one twice is harmless."""
+        self._waiters.unsubscribe(sub)
+
+    @property
+    def subscribed_jobs(self) -> frozenset[int]:
+        """The job ids someone is subscribed to now."""
+        return self._waiters.jobs
+
+    async def aclose(self) -> None:
+        """Stop listening and close the store."""
+        await self.wake.aclose()
+        await self.wake.store.aclose()
 
 
 async def _publish(redis: Any, *, channel: str, message: str) -> None:
