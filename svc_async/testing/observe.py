@@ -9,7 +9,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from .core import same_route
-from .jobs import render_job
+from .resources.entries import render_entry
+from .resources.jobs import render_job
 from .webhooks import WebhookDelivery
 
 if TYPE_CHECKING:
@@ -114,6 +115,10 @@ class Observers:
 
     def entry(self, entry_id: int, base: str | None = None) -> JSON:
         """One entry as the service would return it now."""
-        return self.core.render_entry(
-            self.state.entries[entry_id], base or self.base_url or "http://fake.invalid", self.now()
+        return render_entry(
+            self.state.entries[entry_id],
+            base=base or self.base_url or "http://fake.invalid",
+            files=self.files,
+            now=self.now(),
+            legacy=self.core.flavour.legacy,
         )
