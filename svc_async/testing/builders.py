@@ -51,13 +51,8 @@ class Builders:
     def _announce_entry(self, entry: Entry) -> JSON:
         """POST the entry-update webhook (``{entry, eventId}`` or ``{entry, seasonId}``,
         the full entry) to ``webhook_url`` when one is set; returns the payload."""
-        rendered = render_entry(
-            entry,
-            base=self.base_url or "http://fake.invalid",
-            files=self.files,
-            now=self.now(),
-            legacy=self.core.flavour.legacy,
-        )
+        base = self.base_url or "http://fake.invalid"
+        rendered = render_entry(self.core, entry, base=base, now=self.now())
         payload: JSON = {"entry": rendered}
         if entry.event_id is not None:
             payload["eventId"] = entry.event_id

@@ -105,20 +105,10 @@ class Observers:
 
     def job(self, job_id: int, base: str | None = None) -> JSON:
         """One job as the service would return it now."""
-        return render_job(
-            self.state.jobs[job_id],
-            now=self.now(),
-            base=base or self.base_url or "http://fake.invalid",
-            files=self.files,
-            flavour=self.core.flavour,
-        )
+        base = base or self.base_url or "http://fake.invalid"
+        return render_job(self.core, self.state.jobs[job_id], base=base, now=self.now())
 
     def entry(self, entry_id: int, base: str | None = None) -> JSON:
         """One entry as the service would return it now."""
-        return render_entry(
-            self.state.entries[entry_id],
-            base=base or self.base_url or "http://fake.invalid",
-            files=self.files,
-            now=self.now(),
-            legacy=self.core.flavour.legacy,
-        )
+        base = base or self.base_url or "http://fake.invalid"
+        return render_entry(self.core, self.state.entries[entry_id], base=base, now=self.now())

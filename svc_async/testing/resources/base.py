@@ -16,8 +16,8 @@ Rules where the interface is silent:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import orjson
@@ -36,6 +36,8 @@ __all__ = [
     "Route",
     "Settings",
     "int_param",
+    "owned",
+    "page",
     "read_body",
     "visible",
 ]
@@ -44,6 +46,7 @@ V1 = "/api/public/v1"
 """The prefix of the public API's routes."""
 
 Answer = tuple[int, Any]
+T = TypeVar("T")
 
 
 @attrs.define(kw_only=True)
@@ -140,3 +143,28 @@ def visible(core: Core, call: Call, org_id: int | None = None) -> set[int]:
     if org_id not in seen:
         raise HTTPError(403, "You do not have access to this organisation")
     return {org_id}
+
+
+class _Owned(Protocol):
+    """A record of one organisation (a season, an event, a job)."""
+
+    @property
+    def organisation_id(self) -> int: ...
+
+
+R = TypeVar("R", bound=_Owned)
+
+
+def owned(core: Core, call: Call, records: Mapping[int, R], param: str, what: str) -> R:
+    """The record whose id is the path parameter ``param``; a 404 (``what`` not found)
+    when there is none or the caller cannot see its organisation."""
+    record = records.get(int_param(call, param))
+    if record is None or record.organisation_id not in visible(core, call):
+        raise HTTPError(404, f"{what} not found")
+    return record
+
+
+def page(items: Sequence[T], request: JSON) -> Sequence[T]:
+    """The page a request's ``offset`` and ``limit`` (default 25) select."""
+    start = request["offset"] or 0
+    return items[start : start + (25 if request["limit"] is None else request["limit"])]

@@ -24,12 +24,11 @@ import re
 from typing import Any
 
 from ..clock import format_timestamp, parse_timestamp
-from ..files import FileStore
 from ..licensing import ARRANGEMENT_CHECK, recording_status
 from ..state import Entry, Recording
 from ..validation import MISSING, Validator
-from ..wire import JSON, HTTPError
-from .base import V1, Answer, Call, Core, Route, int_param, read_body, visible
+from ..wire import JSON
+from .base import V1, Answer, Call, Core, Route, owned, read_body
 
 __all__ = [
     "ROUTES",
@@ -106,14 +105,13 @@ def _song(stored: JSON, base: str, legacy: bool) -> JSON:
     return song
 
 
-def render_recording(
-    rec: Recording, *, base: str, files: FileStore, now: float, legacy: bool = False
-) -> JSON:
+def render_recording(core: Core, rec: Recording, *, base: str, now: float) -> JSON:
     """A SoundRecording with a freshly signed ``downloadURL`` on the files origin."""
+    legacy = core.flavour.legacy
     songs = [_song(s, base, legacy) for s in rec.songs]
     out: JSON = {
         "createdAt": format_timestamp(rec.created_at),
-        "downloadURL": files.recording_url(rec.file_key, rec.upload_file_name, now),
+        "downloadURL": core.files.recording_url(rec.file_key, rec.upload_file_name, now),
         "uploadFileName": rec.upload_file_name,
         "licenseStatus": recording_status(songs),
         "songsConfirmedAt": None
@@ -128,9 +126,7 @@ def render_recording(
     return out
 
 
-def render_entry(
-    entry: Entry, *, base: str, files: FileStore, now: float, legacy: bool = False
-) -> JSON:
+def render_entry(core: Core, entry: Entry, *, base: str, now: float) -> JSON:
     """An Entry with its recording (or null)."""
     return {
         "id": entry.id,
@@ -139,7 +135,7 @@ def render_entry(
         "fields": [dict(f) for f in entry.fields],
         "soundRecording": None
         if entry.recording is None
-        else render_recording(entry.recording, base=base, files=files, now=now, legacy=legacy),
+        else render_recording(core, entry.recording, base=base, now=now),
     }
 
 
@@ -157,29 +153,24 @@ def _field_matches(entry: Entry, wanted: JSON) -> bool:
 
 def _entries(core: Core, call: Call, entries: list[Entry]) -> Answer:
     after, filters = read_entries_filter(read_body(call))
-    base, files, legacy = call.raw.base, core.files, core.flavour.legacy
     out = []
     for entry in sorted(entries, key=lambda e: e.id):
         if after is not None and (entry.recording is None or entry.recording.updated_at <= after):
             continue
         if all(_field_matches(entry, f) for f in filters):
-            out.append(render_entry(entry, base=base, files=files, now=call.now, legacy=legacy))
+            out.append(render_entry(core, entry, base=call.raw.base, now=call.now))
     return 200, out
 
 
 def event_entries(core: Core, call: Call) -> Answer:
     """``POST /api/public/v1/event/{id}/entries``."""
-    event = core.state.events.get(int_param(call, "id"))
-    if event is None or event.organisation_id not in visible(core, call):
-        raise HTTPError(404, "Event not found")
+    event = owned(core, call, core.state.events, "id", "Event")
     return _entries(core, call, [e for e in core.state.entries.values() if e.event_id == event.id])
 
 
 def season_entries(core: Core, call: Call) -> Answer:
     """``POST /api/public/v1/season/{seasonId}/entries``."""
-    season = core.state.seasons.get(int_param(call, "seasonId"))
-    if season is None or season.organisation_id not in visible(core, call):
-        raise HTTPError(404, "Season not found")
+    season = owned(core, call, core.state.seasons, "seasonId", "Season")
     return _entries(core, call, core.state.season_entries(season.id))
 
 

@@ -12,7 +12,7 @@ from ..clock import format_timestamp
 from ..state import Event
 from ..validation import Validator
 from ..wire import JSON
-from .base import V1, Answer, Call, Core, Route, read_body, visible
+from .base import V1, Answer, Call, Core, Route, page, read_body, visible
 from .seasons import render_signup_field
 
 __all__ = ["ROUTES", "list_events", "read_events", "render_event"]
@@ -52,9 +52,7 @@ def list_events(core: Core, call: Call) -> Answer:
         (e for e in core.state.events.values() if e.organisation_id in seen),
         key=lambda e: e.id,
     )
-    start = req["offset"] or 0
-    limit = 25 if req["limit"] is None else req["limit"]
-    return 200, [render_event(e, call.raw.base) for e in found[start : start + limit]]
+    return 200, [render_event(e, call.raw.base) for e in page(found, req)]
 
 
 ROUTES: tuple[Route, ...] = (Route("POST", f"{V1}/event", list_events),)

@@ -38,7 +38,6 @@ from urllib.parse import urlsplit
 
 from ..clock import format_timestamp, parse_timestamp
 from ..files import FileStore
-from ..flavour import Flavour
 from ..licensing import (
     external_checks,
     make_checks,
@@ -51,8 +50,8 @@ from ..lifecycle import job_status, output_status
 from ..state import Job, OutputFile, Recording, State
 from ..today import dress_recording
 from ..validation import MISSING, Validator
-from ..wire import JSON, HTTPError
-from .base import V1, Answer, Call, Core, Route, int_param, read_body, visible
+from ..wire import JSON
+from .base import V1, Answer, Call, Core, Route, owned, page, read_body, visible
 from .entries import render_recording
 
 __all__ = [
@@ -414,9 +413,9 @@ def render_output_file(job: Job, out: OutputFile, *, now: float, files: FileStor
     }
 
 
-def render_job(job: Job, *, now: float, base: str, files: FileStore, flavour: Flavour) -> JSON:
+def render_job(core: Core, job: Job, *, base: str, now: float) -> JSON:
     """A VerificationJob as the service returns it at ``now``."""
-    req = job.request
+    req, flavour = job.request, core.flavour
     status = job_status(job, now, flavour)
     done = now >= job.finish_at and job.final_status != "Errored" and job.recording is not None
     out: JSON = {
@@ -432,9 +431,7 @@ def render_job(job: Job, *, now: float, base: str, files: FileStore, flavour: Fl
         "endDate": _day(str(req.get("endDate"))),
         "startDate": _day(str(req.get("startDate"))),
         "tags": list(req.get("tags") or []),
-        "recording": render_recording(
-            job.recording, base=base, files=files, now=now, legacy=flavour.legacy
-        )
+        "recording": render_recording(core, job.recording, base=base, now=now)
         if done and job.recording is not None
         else None,
     }
@@ -445,7 +442,7 @@ def render_job(job: Job, *, now: float, base: str, files: FileStore, flavour: Fl
         editURL=f"{base}/verification-jobs/{job.id}/edit?token={job.edit_token}",
         isClaimed=job.claimed,
         type=job.type,
-        outputFiles=[render_output_file(job, job.output, now=now, files=files)]
+        outputFiles=[render_output_file(job, job.output, now=now, files=core.files)]
         if done and job.output is not None
         else [],
         # Deprecated, and never null: every job's output is audio.
@@ -472,9 +469,7 @@ def create(core: Core, call: Call) -> Answer:
     )
     if core.on_job_created is not None:
         core.on_job_created(job.id)
-    rendered = render_job(
-        job, now=job.created_at, base=call.raw.base, files=core.files, flavour=core.flavour
-    )
+    rendered = render_job(core, job, base=call.raw.base, now=job.created_at)
     # The create answer always shows the job before any processing.
     rendered.update(status="Created", soundRecordingId=None, errorMessage="", recording=None)
     return 200, rendered
@@ -482,12 +477,8 @@ def create(core: Core, call: Call) -> Answer:
 
 def get_job(core: Core, call: Call) -> Answer:
     """``GET /api/public/v1/verification-job/{verificationJobId}``."""
-    job = core.state.jobs.get(int_param(call, "verificationJobId"))
-    if job is None or job.organisation_id not in visible(core, call):
-        raise HTTPError(404, "Verification job not found")
-    return 200, render_job(
-        job, now=call.now, base=call.raw.base, files=core.files, flavour=core.flavour
-    )
+    job = owned(core, call, core.state.jobs, "verificationJobId", "Verification job")
+    return 200, render_job(core, job, base=call.raw.base, now=call.now)
 
 
 def search(core: Core, call: Call) -> Answer:
@@ -503,12 +494,7 @@ def search(core: Core, call: Call) -> Answer:
         and tags <= set(job.request.get("tags") or [])
         and (not statuses or job_status(job, call.now, core.flavour) in statuses)
     ]
-    start = req["offset"] or 0
-    page = matches[start : start + (25 if req["limit"] is None else req["limit"])]
-    rendered = [
-        render_job(j, now=call.now, base=call.raw.base, files=core.files, flavour=core.flavour)
-        for j in page
-    ]
+    rendered = [render_job(core, j, base=call.raw.base, now=call.now) for j in page(matches, req)]
     return 200, {core.flavour.results_key: rendered, "count": len(matches)}
 
 
