@@ -12,10 +12,10 @@ from ..validation import Validator
 from ..wire import HTTPError
 from .base import Answer, Call, Core, Route, read_body
 
-__all__ = ["ROUTES", "login", "refresh"]
+__all__ = ["ROUTES"]
 
 
-def login(core: Core, call: Call) -> Answer:
+def _login(core: Core, call: Call) -> Answer:
     """``POST /api/auth/api-key/login`` ``{key, secret}``."""
     v = Validator(read_body(call))
     key, secret = v.accepted((v.string("key", required=True), v.string("secret", required=True)))
@@ -26,7 +26,7 @@ def login(core: Core, call: Call) -> Answer:
     raise HTTPError(401, "Invalid API key")
 
 
-def refresh(core: Core, call: Call) -> Answer:
+def _refresh(core: Core, call: Call) -> Answer:
     """``POST /api/auth/access-token/refresh`` ``{refreshToken}`` (each works once)."""
     v = Validator(read_body(call))
     token = v.accepted(v.string("refreshToken", required=True))
@@ -37,6 +37,6 @@ def refresh(core: Core, call: Call) -> Answer:
 
 
 ROUTES: tuple[Route, ...] = (
-    Route("POST", "/api/auth/api-key/login", login, auth=False),
-    Route("POST", "/api/auth/access-token/refresh", refresh, auth=False),
+    Route("POST", "/api/auth/api-key/login", _login, auth=False),
+    Route("POST", "/api/auth/access-token/refresh", _refresh, auth=False),
 )

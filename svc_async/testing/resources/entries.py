@@ -30,22 +30,14 @@ from ..validation import MISSING, Validator
 from ..wire import JSON
 from .base import V1, Answer, Call, Core, Route, owned, read_body
 
-__all__ = [
-    "ROUTES",
-    "event_entries",
-    "parse_date",
-    "read_entries_filter",
-    "render_entry",
-    "render_recording",
-    "season_entries",
-]
+__all__ = ["ROUTES", "render_entry", "render_recording"]
 
 _ISO = re.compile(
     r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$"
 )
 
 
-def parse_date(text: str) -> float | None:
+def _parse_date(text: str) -> float | None:
     """Epoch seconds of an ISO 8601 date or timestamp, or an RFC 2822 date (as
     JavaScript's ``Date`` parses them); None when it is not a date."""
     if _ISO.match(text.strip()):
@@ -59,13 +51,13 @@ def parse_date(text: str) -> float | None:
     return parsed.timestamp()
 
 
-def read_entries_filter(body: Any) -> tuple[float | None, list[JSON]]:
+def _read_entries_filter(body: Any) -> tuple[float | None, list[JSON]]:
     """(updatedAfter as epoch seconds or None, field filters), or a 400."""
     v = Validator(body)
     after: float | None = None
     raw = v.body.get("updatedAfter", MISSING)
     if isinstance(raw, str):
-        after = parse_date(raw)
+        after = _parse_date(raw)
         if after is None:
             v.string_issue(["updatedAfter"], "datetime", "Invalid date")
     elif raw is not MISSING and raw is not None:
@@ -152,7 +144,7 @@ def _field_matches(entry: Entry, wanted: JSON) -> bool:
 
 
 def _entries(core: Core, call: Call, entries: list[Entry]) -> Answer:
-    after, filters = read_entries_filter(read_body(call))
+    after, filters = _read_entries_filter(read_body(call))
     out = []
     for entry in sorted(entries, key=lambda e: e.id):
         if after is not None and (entry.recording is None or entry.recording.updated_at <= after):
@@ -162,19 +154,19 @@ def _entries(core: Core, call: Call, entries: list[Entry]) -> Answer:
     return 200, out
 
 
-def event_entries(core: Core, call: Call) -> Answer:
+def _event_entries(core: Core, call: Call) -> Answer:
     """``POST /api/public/v1/event/{id}/entries``."""
     event = owned(core, call, core.state.events, "id", "Event")
     return _entries(core, call, [e for e in core.state.entries.values() if e.event_id == event.id])
 
 
-def season_entries(core: Core, call: Call) -> Answer:
+def _season_entries(core: Core, call: Call) -> Answer:
     """``POST /api/public/v1/season/{seasonId}/entries``."""
     season = owned(core, call, core.state.seasons, "seasonId", "Season")
     return _entries(core, call, core.state.season_entries(season.id))
 
 
 ROUTES: tuple[Route, ...] = (
-    Route("POST", f"{V1}/event/{{id}}/entries", event_entries),
-    Route("POST", f"{V1}/season/{{seasonId}}/entries", season_entries),
+    Route("POST", f"{V1}/event/{{id}}/entries", _event_entries),
+    Route("POST", f"{V1}/season/{{seasonId}}/entries", _season_entries),
 )

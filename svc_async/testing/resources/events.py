@@ -15,10 +15,10 @@ from ..wire import JSON
 from .base import V1, Answer, Call, Core, Route, page, read_body, visible
 from .seasons import render_signup_field
 
-__all__ = ["ROUTES", "list_events", "read_events", "render_event"]
+__all__ = ["ROUTES"]
 
 
-def read_events(body: Any) -> JSON:
+def _read_events(body: Any) -> JSON:
     """A get-events request (numbers or numeric strings), or a 400."""
     v = Validator(body)
     request = {
@@ -29,7 +29,7 @@ def read_events(body: Any) -> JSON:
     return v.accepted(request)
 
 
-def render_event(event: Event, base: str) -> JSON:
+def _render_event(event: Event, base: str) -> JSON:
     """An Event, with its invite link on the fake's own address."""
     return {
         "id": event.id,
@@ -44,15 +44,15 @@ def render_event(event: Event, base: str) -> JSON:
     }
 
 
-def list_events(core: Core, call: Call) -> Answer:
+def _list_events(core: Core, call: Call) -> Answer:
     """``POST /api/public/v1/event`` (paged)."""
-    req = read_events(read_body(call))
+    req = _read_events(read_body(call))
     seen = visible(core, call, req["organisationId"])
     found = sorted(
         (e for e in core.state.events.values() if e.organisation_id in seen),
         key=lambda e: e.id,
     )
-    return 200, [render_event(e, call.raw.base) for e in page(found, req)]
+    return 200, [_render_event(e, call.raw.base) for e in page(found, req)]
 
 
-ROUTES: tuple[Route, ...] = (Route("POST", f"{V1}/event", list_events),)
+ROUTES: tuple[Route, ...] = (Route("POST", f"{V1}/event", _list_events),)

@@ -58,14 +58,9 @@ __all__ = [
     "AUDIO_EXTENSIONS",
     "LICENSE_SOURCES",
     "ROUTES",
-    "create",
     "create_job",
-    "get_job",
-    "read_create",
-    "read_search",
     "render_job",
     "render_output_file",
-    "search",
 ]
 
 LICENSE_SOURCES: tuple[str, ...] = (
@@ -186,7 +181,7 @@ def _optional_enum(v: Validator, name: str, allowed: Sequence[str]) -> Any:
     return value
 
 
-def read_create(body: Any) -> JSON:
+def _read_create(body: Any) -> JSON:
     """A create-job request as accepted (unknown keys dropped), or a 400."""
     v = Validator(body)
     request: JSON = {
@@ -220,7 +215,7 @@ def read_create(body: Any) -> JSON:
     return v.accepted(request)
 
 
-def read_search(body: Any, statuses: Sequence[str]) -> JSON:
+def _read_search(body: Any, statuses: Sequence[str]) -> JSON:
     """A job search request as accepted, or a 400 (``statuses``: the allowed list)."""
     v = Validator(body)
     tags = _tags(v, required=False, per_tag=False)
@@ -454,9 +449,9 @@ def render_job(core: Core, job: Job, *, base: str, now: float) -> JSON:
 # ----------------------------------------------------------------- handlers
 
 
-def create(core: Core, call: Call) -> Answer:
+def _create(core: Core, call: Call) -> Answer:
     """``POST /api/public/v1/verification-job``: the job as created (status Created)."""
-    request = read_create(read_body(call))
+    request = _read_create(read_body(call))
     visible(core, call, request["organisationId"])
     job = create_job(
         core.state,
@@ -475,15 +470,15 @@ def create(core: Core, call: Call) -> Answer:
     return 200, rendered
 
 
-def get_job(core: Core, call: Call) -> Answer:
+def _get_job(core: Core, call: Call) -> Answer:
     """``GET /api/public/v1/verification-job/{verificationJobId}``."""
     job = owned(core, call, core.state.jobs, "verificationJobId", "Verification job")
     return 200, render_job(core, job, base=call.raw.base, now=call.now)
 
 
-def search(core: Core, call: Call) -> Answer:
+def _search(core: Core, call: Call) -> Answer:
     """``POST /api/public/v1/verification-job/search``: ``{results, count}`` (legacy jobs)."""
-    req = read_search(read_body(call), core.flavour.statuses)
+    req = _read_search(read_body(call), core.flavour.statuses)
     seen = visible(core, call, req["orgId"])
     lag, tags, statuses = core.settings.search_lag, set(req["tags"]), req["statuses"]
     matches = [
@@ -499,7 +494,7 @@ def search(core: Core, call: Call) -> Answer:
 
 
 ROUTES: tuple[Route, ...] = (
-    Route("POST", f"{V1}/verification-job", create),
-    Route("POST", f"{V1}/verification-job/search", search),
-    Route("GET", f"{V1}/verification-job/{{verificationJobId}}", get_job),
+    Route("POST", f"{V1}/verification-job", _create),
+    Route("POST", f"{V1}/verification-job/search", _search),
+    Route("GET", f"{V1}/verification-job/{{verificationJobId}}", _get_job),
 )

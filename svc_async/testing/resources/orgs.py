@@ -7,10 +7,10 @@ from ..state import Org
 from ..wire import JSON
 from .base import Answer, Call, Core, Route, visible
 
-__all__ = ["ROUTES", "list_orgs", "render_org"]
+__all__ = ["ROUTES"]
 
 
-def render_org(org: Org) -> JSON:
+def _render_org(org: Org) -> JSON:
     """An Organisation; ``logo`` omitted when there is none."""
     out: JSON = {"id": org.id, "name": org.name}
     if org.logo is not None:
@@ -27,9 +27,9 @@ def render_org(org: Org) -> JSON:
     return out
 
 
-def list_orgs(core: Core, call: Call) -> Answer:
+def _list_orgs(core: Core, call: Call) -> Answer:
     """``GET /api/orgs/me``."""
-    return 200, [render_org(core.state.orgs[i]) for i in sorted(visible(core, call))]
+    return 200, [_render_org(core.state.orgs[i]) for i in sorted(visible(core, call))]
 
 
-ROUTES: tuple[Route, ...] = (Route("GET", "/api/orgs/me", list_orgs),)
+ROUTES: tuple[Route, ...] = (Route("GET", "/api/orgs/me", _list_orgs),)

@@ -8,7 +8,7 @@ from ..state import Season, SignupField
 from ..wire import JSON
 from .base import V1, Answer, Call, Core, Route, visible
 
-__all__ = ["ROUTES", "list_seasons", "render_season", "render_signup_field"]
+__all__ = ["ROUTES", "render_signup_field"]
 
 
 def render_signup_field(field: SignupField) -> JSON:
@@ -25,7 +25,7 @@ def render_signup_field(field: SignupField) -> JSON:
     }
 
 
-def render_season(season: Season, *, legacy: bool = False) -> JSON:
+def _render_season(season: Season, *, legacy: bool = False) -> JSON:
     """A Season; ``inviteURL`` always present (null without one), omitted in legacy mode."""
     out: JSON = {
         "id": season.id,
@@ -42,12 +42,12 @@ def render_season(season: Season, *, legacy: bool = False) -> JSON:
     return out
 
 
-def list_seasons(core: Core, call: Call) -> Answer:
+def _list_seasons(core: Core, call: Call) -> Answer:
     """``GET /api/public/v1/season``."""
     seen = visible(core, call)
     found = sorted(core.state.seasons.values(), key=lambda s: s.id)
     legacy = core.flavour.legacy
-    return 200, [render_season(s, legacy=legacy) for s in found if s.organisation_id in seen]
+    return 200, [_render_season(s, legacy=legacy) for s in found if s.organisation_id in seen]
 
 
-ROUTES: tuple[Route, ...] = (Route("GET", f"{V1}/season", list_seasons),)
+ROUTES: tuple[Route, ...] = (Route("GET", f"{V1}/season", _list_seasons),)
