@@ -11,7 +11,6 @@ the core only gathers their route tables).
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -38,7 +37,7 @@ from .wire import (
     seconds_text,
 )
 
-__all__ = ["ROUTE_TEMPLATES", "ServiceCore", "same_route"]
+__all__ = ["ROUTE_TEMPLATES", "ServiceCore"]
 
 FILES_ROUTE = "/files/{kind}/{key}"
 """The route template recorded for storage requests (both origins)."""
@@ -55,15 +54,6 @@ _ROUTES: tuple[Route, ...] = (
 
 ROUTE_TEMPLATES: tuple[str, ...] = tuple(r.template for r in _ROUTES)
 """Every API route template (for ``FakeService.count`` and ``FaultConfig.paths``)."""
-
-
-def _shape(template: str) -> str:
-    return re.sub(r"\{[^}/]*\}", "{}", template)
-
-
-def same_route(a: str | None, b: str | None) -> bool:
-    """True when two route templates are equal up to their placeholder names."""
-    return a is not None and b is not None and _shape(a) == _shape(b)
 
 
 def _route_for(method: str, path: str) -> tuple[Route | None, dict[str, str], bool]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from .core import same_route
+from .faults import same_route
 from .resources.entries import render_entry
 from .resources.jobs import render_job
 from .webhooks import WebhookDelivery
