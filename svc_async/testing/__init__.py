@@ -31,24 +31,27 @@ It speaks today's service (its current published types) unless
 (``fake.files_url``).
 
 The house: ``service`` (the object, running it) with ``builders``, ``drivers``,
-``observe`` and ``knobs`` as its mixins; ``core`` (sans-I/O request handling) over
-``endpoints``, ``rules`` (what requests are accepted), ``access`` (tokens, rate limit)
-and ``wire`` (HTTP values); the data in ``state``, ``seed``, ``today`` (today's optional
-shapes), ``licensing``, ``jobs``, ``lifecycle`` and ``render``; ``files`` (storage),
-``webhooks``, ``faults``, ``clock``, ``flavour`` and ``app`` (the two adapters).
+``observe`` and ``knobs`` as its mixins; ``core`` (sans-I/O request handling) gathers
+the route tables of ``resources``, one module per resource (``auth``, ``orgs``,
+``seasons``, ``events``, ``entries``, ``jobs``), each declaring its routes, request
+rules, handlers and rendering, on ``resources.base``; ``access`` (tokens, rate limit),
+``validation`` (zod-style issues) and ``wire`` (HTTP values); the data in ``state``,
+``seed``, ``today`` (today's optional shapes), ``licensing`` and ``lifecycle``;
+``files`` (storage), ``webhooks``, ``faults``, ``clock``, ``flavour`` and ``app`` (the
+two adapters).
 """
 
 from .clock import FakeClock, VirtualClock, format_timestamp, parse_timestamp
+from .core import ROUTE_TEMPLATES
 from .faults import FaultConfig
 from .files import FILES_ORIGIN
 from .flavour import CURRENT_STATUSES, LEGACY_STATUSES
-from .handlers import ROUTE_TEMPLATES, Outcome, RawRequest, RecordedRequest
-from .jobs import AUDIO_EXTENSIONS
-from .rules import LICENSE_SOURCES
+from .resources.jobs import AUDIO_EXTENSIONS, LICENSE_SOURCES
 from .seed import SCENARIOS
 from .service import FakeService
 from .state import Account
 from .webhooks import WebhookDelivery
+from .wire import Outcome, RawRequest, RecordedRequest
 
 __all__ = [
     "AUDIO_EXTENSIONS",

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .clock import parse_timestamp
+from .resources.entries import render_entry
 from .seed import BASE_TIME, add_service_licence, make_recording, standard_fields
 from .state import Account, Entry, Event, Org, Season, SignupField
 from .today import dress_recording
@@ -50,7 +51,8 @@ class Builders:
     def _announce_entry(self, entry: Entry) -> JSON:
         """POST the entry-update webhook (``{entry, eventId}`` or ``{entry, seasonId}``,
         the full entry) to ``webhook_url`` when one is set; returns the payload."""
-        rendered = self.core.render_entry(entry, self.base_url or "http://fake.invalid", self.now())
+        base = self.base_url or "http://fake.invalid"
+        rendered = render_entry(self.core, entry, base=base, now=self.now())
         payload: JSON = {"entry": rendered}
         if entry.event_id is not None:
             payload["eventId"] = entry.event_id

@@ -5,27 +5,26 @@ waited the injected latency, ``ServiceCore.finish`` answers it: storage requests
 files origin, and licence links on the API origin, which redirect there) are neither
 authenticated nor rate limited; API requests are routed, rate limited (a fixed window per
 bearer token, ``anonymous`` without one; every answer carries ``x-ratelimit-*``),
-authenticated and handed to ``endpoints``.
+authenticated and handed to the handler a resource module declares (``resources``;
+the core only gathers their route tables).
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import orjson
 
-from . import endpoints as ep
 from .access import RateWindows, TokenBook, bearer
 from .clock import FakeClock, http_date
 from .faults import FaultConfig, FaultDecision, FaultInjector
 from .files import FileStore
 from .flavour import Flavour
-from .render import render_entry
-from .state import Entry, State
+from .resources import auth, entries, events, jobs, orgs, seasons
+from .resources.base import Call, Route, Settings
+from .state import State
 from .wire import (
     JSON,
     HTTPError,
@@ -38,68 +37,26 @@ from .wire import (
     seconds_text,
 )
 
-__all__ = ["ROUTE_TEMPLATES", "ServiceCore", "Settings", "same_route"]
+__all__ = ["ROUTE_TEMPLATES", "ServiceCore"]
 
 FILES_ROUTE = "/files/{kind}/{key}"
 """The route template recorded for storage requests (both origins)."""
 
 
-@attrs.define(kw_only=True)
-class Settings:
-    """The fake's tunable behaviour; every field may be changed at runtime."""
-
-    processing_delay: float = 2.0
-    token_ttl: float | None = None
-    rate_limit: tuple[int, float] | None = (1000, 60.0)
-    search_lag: float = 0.0
-    clock_skew: float = 0.0
-
-
-Handler = Callable[["ServiceCore", ep.Call], tuple[int, Any]]
-
-
-@attrs.frozen
-class _Route:
-    method: str
-    template: str
-    handler: Handler
-    auth: bool = True
-    pattern: re.Pattern[str] = attrs.field(init=False)
-
-    @pattern.default
-    def _compile(self) -> re.Pattern[str]:
-        regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.template))
-        return re.compile(f"^{regex}$")
-
-
-_V1 = "/api/public/v1"
-_ROUTES: tuple[_Route, ...] = (
-    _Route("POST", "/api/auth/api-key/login", ep.login, auth=False),
-    _Route("POST", "/api/auth/access-token/refresh", ep.refresh, auth=False),
-    _Route("GET", "/api/orgs/me", ep.orgs),
-    _Route("GET", f"{_V1}/season", ep.seasons),
-    _Route("POST", f"{_V1}/event", ep.events),
-    _Route("POST", f"{_V1}/event/{{id}}/entries", ep.event_entries),
-    _Route("POST", f"{_V1}/season/{{seasonId}}/entries", ep.season_entries),
-    _Route("POST", f"{_V1}/verification-job", ep.create),
-    _Route("POST", f"{_V1}/verification-job/search", ep.search),
-    _Route("GET", f"{_V1}/verification-job/{{verificationJobId}}", ep.get_job),
+_ROUTES: tuple[Route, ...] = (
+    *auth.ROUTES,
+    *orgs.ROUTES,
+    *seasons.ROUTES,
+    *events.ROUTES,
+    *entries.ROUTES,
+    *jobs.ROUTES,
 )
 
 ROUTE_TEMPLATES: tuple[str, ...] = tuple(r.template for r in _ROUTES)
 """Every API route template (for ``FakeService.count`` and ``FaultConfig.paths``)."""
 
 
-def _shape(template: str) -> str:
-    return re.sub(r"\{[^}/]*\}", "{}", template)
-
-
-def same_route(a: str | None, b: str | None) -> bool:
-    """True when two route templates are equal up to their placeholder names."""
-    return a is not None and b is not None and _shape(a) == _shape(b)
-
-
-def _route_for(method: str, path: str) -> tuple[_Route | None, dict[str, str], bool]:
+def _route_for(method: str, path: str) -> tuple[Route | None, dict[str, str], bool]:
     path_exists = False
     for route in _ROUTES:
         match = route.pattern.match(path)
@@ -144,10 +101,6 @@ class ServiceCore:
     def now(self) -> float:
         """Server time: the fake clock plus ``clock_skew``."""
         return self.clock.now() + self.settings.clock_skew
-
-    def render_entry(self, entry: Entry, base: str, now: float) -> JSON:
-        """An entry in the flavour's shape."""
-        return render_entry(entry, base=base, files=self.files, now=now, legacy=self.flavour.legacy)
 
     def expire_tokens(self) -> None:
         """Expire every access token issued by login/refresh (refresh tokens stay valid)."""
@@ -288,7 +241,7 @@ class ServiceCore:
             return 401, error_body(401, "Unauthorized"), rate_headers
         try:
             status, payload = route.handler(
-                self, ep.Call(raw=raw, params=params, account=account, now=now)
+                self, Call(raw=raw, params=params, account=account, now=now)
             )
         except HTTPError as exc:
             return exc.status, error_body(exc.status, exc.message), rate_headers

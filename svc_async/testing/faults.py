@@ -14,7 +14,7 @@ import re
 
 import attrs
 
-__all__ = ["CREATE_ROUTE", "FaultConfig", "FaultDecision", "FaultInjector"]
+__all__ = ["CREATE_ROUTE", "FaultConfig", "FaultDecision", "FaultInjector", "same_route"]
 
 CREATE_ROUTE = ("POST", "/api/public/v1/verification-job")
 """The create-job route, the only one the ``create_*`` knobs apply to."""
@@ -121,7 +121,7 @@ class FaultInjector:
             return False
         if cfg.paths is None:
             return True
-        return any(_same_template(p, route) or path.startswith(p) for p in cfg.paths)
+        return any(same_route(p, route) or path.startswith(p) for p in cfg.paths)
 
     def decide(self, method: str, path: str, route: str | None) -> FaultDecision:
         """The faults for one request to ``path`` (matched ``route`` template or None)."""
@@ -162,9 +162,11 @@ class FaultInjector:
         return FaultDecision(delay=delay, stall=stall, kind=kind, after=after, status=status)
 
 
-def _same_template(a: str, b: str | None) -> bool:
-    """Route templates are equal up to their placeholder names."""
-    if b is None:
-        return False
-    shape = re.compile(r"\{[^}/]*\}")
-    return shape.sub("{}", a) == shape.sub("{}", b)
+_PLACEHOLDER = re.compile(r"\{[^}/]*\}")
+
+
+def same_route(a: str | None, b: str | None) -> bool:
+    """True when two route templates are equal up to their placeholder names."""
+    return (
+        a is not None and b is not None and _PLACEHOLDER.sub("{}", a) == _PLACEHOLDER.sub("{}", b)
+    )

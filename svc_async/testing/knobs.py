@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .core import ServiceCore, Settings
+    from .core import ServiceCore
     from .faults import FaultConfig
+    from .resources.base import Settings
     from .webhooks import WebhookDispatcher
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from .core import same_route
-from .jobs import render_job
+from .faults import same_route
+from .resources.entries import render_entry
+from .resources.jobs import render_job
 from .webhooks import WebhookDelivery
 
 if TYPE_CHECKING:
@@ -104,16 +105,10 @@ class Observers:
 
     def job(self, job_id: int, base: str | None = None) -> JSON:
         """One job as the service would return it now."""
-        return render_job(
-            self.state.jobs[job_id],
-            now=self.now(),
-            base=base or self.base_url or "http://fake.invalid",
-            files=self.files,
-            flavour=self.core.flavour,
-        )
+        base = base or self.base_url or "http://fake.invalid"
+        return render_job(self.core, self.state.jobs[job_id], base=base, now=self.now())
 
     def entry(self, entry_id: int, base: str | None = None) -> JSON:
         """One entry as the service would return it now."""
-        return self.core.render_entry(
-            self.state.entries[entry_id], base or self.base_url or "http://fake.invalid", self.now()
-        )
+        base = base or self.base_url or "http://fake.invalid"
+        return render_entry(self.core, self.state.entries[entry_id], base=base, now=self.now())

@@ -37,6 +37,7 @@ from .licensing import (
     service_checks,
     svc_license_json,
 )
+from .resources.jobs import create_job
 from .state import (
     Account,
     Entry,
@@ -514,8 +515,6 @@ def seed_jobs(
     state: State, files: FileStore, catalogue: Sequence[JSON], *, legacy: bool = False
 ) -> None:
     """A few finished verification jobs of the root organisation (search demos)."""
-    from .jobs import create_job
-
     specs = (
         ("https://media.example/mixes/seniors-finals.mp3", ["Sept 2024", "2024", "Seniors"]),
         ("https://media.example/mixes/juniors-finals.mp3", ["Sept 2024", "2024", "Juniors"]),

@@ -22,16 +22,17 @@ from .._transports.base import DEFAULT_MAX_BODY
 from ..clock import Clock
 from .app import InProcessTransport, make_app
 from .clock import FakeClock
-from .core import ServiceCore, Settings
+from .core import ServiceCore
 from .drivers import Drivers
 from .faults import FaultConfig
 from .files import FILES_ORIGIN, FileStore
 from .flavour import Flavour
-from .jobs import render_output_file
 from .knobs import Knobs
 from .licensing import build_catalogue
 from .lifecycle import due_notices
 from .observe import Observers
+from .resources.base import Settings
+from .resources.jobs import render_output_file
 from .seed import (
     DEFAULT_API_KEY,
     DEFAULT_TOKEN,
@@ -59,8 +60,8 @@ class FakeService(Drivers, Observers, Knobs):
     ``clock`` (default: wall time; pass ``FakeClock(start=...)`` to freeze it, or the
     ``VirtualClock`` your client runs on to share its virtual time) plus
     ``clock_skew``; move it with ``advance``. ``legacy=True`` speaks the published
-    examples' older shapes instead of today's (see ``flavour.Flavour``). See the package
-    docstring for the rules.
+    examples' older shapes instead of today's (see ``flavour.Flavour``). The rules each
+    endpoint follows are in its module's docstring under ``resources``.
     """
 
     DEFAULT_TOKEN = DEFAULT_TOKEN

@@ -186,18 +186,6 @@ class Job:
     edit_token: str = ""
     announced: set[str] = attrs.field(factory=set)
 
-    @property
-    def notified(self) -> bool:
-        """True once the final status update was sent (or skipped)."""
-        return "final" in self.announced
-
-    @notified.setter
-    def notified(self, value: bool) -> None:
-        if value:
-            self.announced.add("final")
-        else:
-            self.announced.discard("final")
-
 
 @attrs.define
 class State:

@@ -9,13 +9,15 @@ JSON-encoded in ``message``.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from .clock import parse_timestamp
+from .wire import HTTPError
 
 JSON = dict[str, Any]
 Path = list[str | int]
+T = TypeVar("T")
 
 __all__ = ["MISSING", "Validator"]
 
@@ -23,12 +25,11 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _NAN = float("nan")
 MISSING: Any = object()
 """Marks an absent key (zod reports it as ``undefined``)."""
-_MISSING = MISSING
 
 
 def type_name(value: Any) -> str:
     """The zod name of a JSON value's type."""
-    if value is _MISSING:
+    if value is MISSING:
         return "undefined"
     if value is None:
         return "null"
@@ -54,10 +55,16 @@ class Validator:
         else:
             self.type_issue([], "object", body)
 
+    def accepted(self, request: T) -> T:
+        """``request`` when no issue was recorded; else a 400 carrying the issues."""
+        if self.issues:
+            raise HTTPError(400, self.issues)
+        return request
+
     def type_issue(self, path: Path, expected: str, value: Any) -> None:
         """Record an ``invalid_type`` issue."""
         received = type_name(value)
-        message = "Required" if value is _MISSING else f"Expected {expected}, received {received}"
+        message = "Required" if value is MISSING else f"Expected {expected}, received {received}"
         self.issues.append(
             {
                 "code": "invalid_type",
@@ -95,7 +102,7 @@ class Validator:
 
     def enum_issue(self, path: Path, options: Any, value: Any) -> None:
         """Record an ``invalid_enum_value`` issue."""
-        if value is _MISSING:
+        if value is MISSING:
             self.type_issue(path, " | ".join(repr(o) for o in options), value)
             return
         expected = " | ".join(f"'{o}'" for o in options)
@@ -150,8 +157,8 @@ class Validator:
     ) -> int | None:
         """Read an integer field, checking its range (``coerce``: numeric strings too,
         as zod's ``coerce.number`` reads them: a non-numeric string is ``nan``)."""
-        value = self.body.get(name, _MISSING)
-        if value is _MISSING or (value is None and not required):
+        value = self.body.get(name, MISSING)
+        if value is MISSING or (value is None and not required):
             if required:
                 self.type_issue([name], "number", value)
             return None
@@ -174,8 +181,8 @@ class Validator:
 
     def string(self, name: str, *, required: bool = False, nullable: bool = False) -> str | None:
         """Read a string field."""
-        value = self.body.get(name, _MISSING)
-        if value is _MISSING:
+        value = self.body.get(name, MISSING)
+        if value is MISSING:
             if required:
                 self.type_issue([name], "string", value)
             return None
@@ -188,8 +195,8 @@ class Validator:
 
     def string_list(self, name: str, *, required: bool = False) -> list[str] | None:
         """Read an array-of-strings field."""
-        value = self.body.get(name, _MISSING)
-        if value is _MISSING:
+        value = self.body.get(name, MISSING)
+        if value is MISSING:
             if required:
                 self.type_issue([name], "array", value)
             return None
@@ -210,7 +217,7 @@ class Validator:
     def url_at(self, path: Path, value: Any) -> str | None:
         """Check that ``value`` is an http(s) URL string."""
         if not isinstance(value, str):
-            self.type_issue(path, "string", _MISSING if value is _MISSING else value)
+            self.type_issue(path, "string", MISSING if value is MISSING else value)
             return None
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -220,7 +227,7 @@ class Validator:
 
     def url(self, name: str) -> str | None:
         """Read a required http(s) URL field."""
-        return self.url_at([name], self.body.get(name, _MISSING))
+        return self.url_at([name], self.body.get(name, MISSING))
 
     def date(self, name: str) -> str | None:
         """Read a required ``YYYY-MM-DD`` date field."""
@@ -234,12 +241,12 @@ class Validator:
 
     def field_in(self, obj: JSON, path: Path, key: str, expected: str) -> Any:
         """Read ``obj[key]`` (required) of type ``expected`` ("string" or "array")."""
-        value = obj.get(key, _MISSING)
+        value = obj.get(key, MISSING)
         if expected == "string" and not isinstance(value, str):
             self.type_issue([*path, key], "string", value)
             return None
         if expected == "array":
-            if value is _MISSING:
+            if value is MISSING:
                 self.type_issue([*path, key], "array", value)
                 return None
             return self.strings_at([*path, key], value)

@@ -1,6 +1,6 @@
 """The fake's HTTP vocabulary: requests in, outcomes out, and the service's error bodies.
 
-Plain values shared by the core, the endpoints and the two adapters (aiohttp app and
+Plain values shared by the core, the resources and the two adapters (aiohttp app and
 in-process transport); nothing here knows about state.
 """
 
