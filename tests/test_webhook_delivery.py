@@ -19,19 +19,19 @@ import orjson
 import pytest
 
 from svc_async import RetryPolicy
-from svc_async.webhooks.delivery import (
-    DeliveryJob,
-    DeliveryKey,
-    LocalDispatcher,
-    MemoryLedger,
-    delivery_key,
-)
 from svc_async.webhooks import (
     DEFAULT_CALLBACK_RETRY,
     DEFAULT_PATH,
     JobStatusUpdate,
     WebhookReceiver,
     parse_delivery,
+)
+from svc_async.webhooks.delivery import (
+    DeliveryJob,
+    DeliveryKey,
+    LocalDispatcher,
+    MemoryLedger,
+    delivery_key,
 )
 
 from .conftest import load, serve_app

@@ -426,4 +426,3 @@ class WebhookReceiver:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-

@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
-import orjson
 
 from ..clock import Clock
 from ..errors import WebhookPayloadError
@@ -45,8 +44,8 @@ from ..fleet.store import Store, cancel_and_wait
 from .core import DeliveryKey, Inbound, MemoryLedger, Secrets
 from .delivery import Callbacks, DeliveryJob, LocalDispatcher
 from .payloads import Delivery, EntryUpdate, JobStatusUpdate, parse_delivery
-from .wake import JobWake
 from .waiters import Waiters
+from .wake import JobWake
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import attrs
 
 from .payloads import JobStatusUpdate
 
-__all__ = ["JobSubscription", "WakeSource", "Waiters"]
+__all__ = ["JobSubscription", "Waiters", "WakeSource"]
 
 
 @attrs.define(eq=False)
