@@ -798,3 +798,118 @@ def test_feeding_changes_only_a_tracked_event_and_only_for_new_versions() -> Non
         feed_sync_state({}, newer)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         feed_sync_state(state, JobStatusUpdate(job_id=1, status="x"))  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ receive(): the entry point
+
+
+class GetList:
+    """A query as Starlette, Werkzeug and Django give it (``getlist``)."""
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        self.pairs = pairs
+
+    def getlist(self, name: str) -> list[str]:
+        return [value for key, value in self.pairs if key == name]
+
+
+STATUS = orjson.dumps({"id": 5, "status": "Processed"})
+
+
+@pytest.mark.parametrize(
+    ("query", "status"),
+    [
+        ({"key": SECRET}, 204),
+        ({"key": [SECRET]}, 204),  # urllib.parse.parse_qs
+        ([("key", SECRET)], 204),
+        (GetList([("key", SECRET)]), 204),
+        ({"key": [SECRET, SECRET]}, 401),  # a repeated secret is refused
+        ([("key", SECRET), ("key", SECRET)], 401),
+        (GetList([("key", "wrong"), ("key", SECRET)]), 401),
+        ({}, 401),
+        ({"key": "wrong"}, 401),
+    ],
+)
+async def test_receive_reads_the_secret_from_any_query_multi_mapping(
+    query: Any, status: int
+) -> None:
+    receiver = WebhookReceiver(SECRET)
+    seen: list[int] = []
+    receiver.on_status_update(lambda u: seen.append(u.job_id))
+    answer = await receiver.receive(STATUS, query, {})
+    await receiver.drain()
+    assert answer.status == status
+    assert seen == ([5] if status == 204 else [])
+    assert SECRET.encode() not in answer.body
+
+
+async def test_receive_answers_each_rule_with_status_headers_and_bytes() -> None:
+    receiver = WebhookReceiver(SECRET)
+    query = {"key": SECRET}
+    bad = await receiver.receive(b"{nope", query, {})
+    assert bad.status == 400 and bad.body.startswith(b"webhook body is not valid JSON")
+    assert bad.headers["Content-Type"].startswith("text/plain")
+    big = await receiver.receive(b"x" * (MAX_BODY + 1), query, {})
+    assert (big.status, big.close) == (413, True)
+    declared = await receiver.receive(_chunks([b"{}"]), query, {"Content-Length": "99999999"})
+    assert declared.status == 413  # refused before a byte of it is read
+    test = await receiver.receive(b'{"id": 0, "status": "Processed", "isTest": true}', query, {})
+    assert test.status == 204 and receiver.stats.tests == 1
+    await receiver.aclose()
+    closing = await receiver.receive(STATUS, query, {})
+    assert closing.status == 503 and closing.headers == {"Retry-After": "5"}
+    assert receiver.stats.rejected == 3
+
+
+async def _chunks(pieces: list[bytes], pause: float = 0.0) -> AsyncIterator[bytes]:
+    for piece in pieces:
+        await asyncio.sleep(pause)
+        yield piece
+
+
+@pytest.mark.looptime
+async def test_receive_reads_a_streamed_body_within_its_timeouts() -> None:
+    receiver = WebhookReceiver(SECRET, read_timeout=1.0, body_timeout=5.0)
+    query = {"key": SECRET}
+    halves = [STATUS[:10], STATUS[10:]]
+    assert (await receiver.receive(_chunks(halves, 0.5), query, {})).status == 204
+    slow = await receiver.receive(_chunks(halves, 2.0), query, {})
+    assert (slow.status, slow.close) == (408, True)
+    dribble = await receiver.receive(_chunks([b" "] * 12 + [STATUS], 0.9), query, {})
+    assert dribble.status == 408  # each piece in time, the whole too slow
+    assert receiver.stats.dispatched == 1
+    await receiver.aclose()
+
+
+async def test_dispatch_answers_in_the_background_and_accept_waits_for_the_verdict() -> None:
+    receiver = WebhookReceiver(SECRET)
+    update = JobStatusUpdate(job_id=3, status="Processed")
+    assert receiver.dispatch(update)
+    assert receiver.dispatch(update)  # taken; dropped in the background as a duplicate
+    assert not receiver.dispatch(JobStatusUpdate(job_id=0, status="Processed", is_test=True))
+    await receiver.drain()
+    assert receiver.stats.duplicates == 1
+    assert not await receiver.accept(update)  # the verdict: a duplicate
+
+
+def test_a_fleet_client_keeps_a_wake_up_source_not_a_receiver() -> None:
+    from svc_async.webhooks import WakeSource
+    from svc_async.webhooks.wake import FleetWake
+
+    svc = Client(
+        "http://fake.invalid",
+        token="t",
+        transport=MockTransport(lambda r: json_response({})),
+        fleet="redis://127.0.0.1:1",
+        account="acme",
+    )
+    assert isinstance(svc.webhooks, FleetWake) and isinstance(svc.webhooks, WakeSource)
+    assert not isinstance(svc.webhooks, WebhookReceiver)
+    receiver = WebhookReceiver(SECRET)
+    given = Client(
+        "http://fake.invalid",
+        token="t",
+        transport=MockTransport(lambda r: json_response({})),
+        webhooks=receiver,
+    )
+    assert given.webhooks is receiver
