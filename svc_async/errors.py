@@ -38,16 +38,23 @@ them. The tree (a class appears under each of its SDK parents)::
 Two package-internal signals live here too because they cross modules, and never reach
 the caller: ``PacingExceedsDeadline`` (the pacer to the pipeline) and ``LeafError`` (a
 leaf rule to the converter).
+
+Every ``SvcError`` pickles with its fields (``SvcError.__reduce__``), so it can cross a
+process boundary (a Celery result, a ``ProcessPoolExecutor`` future) and nothing secret
+travels with it: see ``SvcError.__reduce__`` for what is kept.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 import orjson
+import yarl
+
+_REDACTED = "[REDACTED]"
 
 
 class SvcError(Exception):
@@ -59,6 +66,23 @@ class SvcError(Exception):
     """
 
     request_id: str | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the class, the message and the fields, never by calling ``__init__``
+        again (it would build an ``APIError``'s message a second time, and wants the
+        keyword-only fields such as ``tag``).
+
+        Made portable and safe on the way: ``headers`` become a plain dict; a ``request``
+        becomes a redacted copy (method, URL without user info or query values, headers
+        with credentials hidden; no body, no timeout); a ``job`` keeps every field but the
+        query values of its links (signed URLs); a cause travels when it is an
+        ``SvcError`` (made safe the same way), any other cause is dropped.
+        """
+        fields = {name: _portable(name, value) for name, value in vars(self).items()}
+        cause = self.__cause__
+        if isinstance(cause, SvcError):
+            fields["__cause__"] = cause
+        return (_restored, (type(self), self.args, fields))
 
 
 class ClientClosedError(SvcError, RuntimeError):
@@ -322,6 +346,78 @@ class WebhookVerificationError(SvcError):
 
 class WebhookPayloadError(SvcError, ValueError):
     """A webhook body is not a valid delivery (bad JSON, missing or mistyped field)."""
+
+
+def _restored(cls: type[SvcError], args: tuple[Any, ...], fields: dict[str, Any]) -> SvcError:
+    """An unpickled error: ``args`` as they were, then each field set as it was."""
+    error = cls.__new__(cls, *args)
+    for name, value in fields.items():
+        setattr(error, name, value.rebuild() if isinstance(value, _Rebuild) else value)
+    return error
+
+
+@attrs.frozen(slots=True)
+class _Rebuild:
+    """A value that unpickles as ``factory(*args)``: the redacted copy of a request,
+    built from its class without this module importing the transport."""
+
+    factory: Callable[..., Any]
+    args: tuple[Any, ...]
+
+    def rebuild(self) -> Any:
+        return self.factory(*self.args)
+
+
+def _portable(name: str, value: Any) -> Any:
+    """``value`` of the field ``name`` as it may be pickled: plain and without secrets."""
+    if name == "headers" and isinstance(value, Mapping) and type(value) is not dict:
+        plain: dict[str, str] = {}
+        for key, item in value.items():  # a repeated header joins, as HTTP combines it
+            plain[key] = f"{plain[key]}, {item}" if key in plain else item
+        return plain
+    if name == "request" and value is not None:
+        return _redacted_request(value)
+    if name == "job":
+        return _without_link_secrets(value)
+    return value
+
+
+def _redacted_request(request: Any) -> _Rebuild | None:
+    """The transport ``Request`` as its own redacted view (``describe()``) rebuilds it,
+    without its body; anything that cannot describe itself is dropped."""
+    describe = getattr(request, "describe", None)
+    if not callable(describe):
+        return None
+    view = describe()
+    url = yarl.URL(view["url"], encoded=True)
+    return _Rebuild(type(request), (view["method"], url, view["headers"]))
+
+
+def _without_link_secrets(value: Any) -> Any:
+    """A copy of a model (a job and what it holds) whose URLs keep no query values: a
+    job's links to files are signed, and their signature is a credential."""
+    if isinstance(value, str):
+        return _redacted_link(value) if "?" in value and "://" in value else value
+    if isinstance(value, list):
+        return [_without_link_secrets(item) for item in value]
+    if attrs.has(type(value)):
+        changes = {}
+        for field in attrs.fields(type(value)):
+            item = getattr(value, field.name)
+            if field.init and (isinstance(item, str | list) or attrs.has(type(item))):
+                changes[field.alias] = _without_link_secrets(item)
+        return attrs.evolve(value, **changes)
+    return value
+
+
+def _redacted_link(text: str) -> str:
+    """``text`` (a URL) with every query value and any user info hidden, names kept."""
+    try:
+        url = yarl.URL(text)
+    except (TypeError, ValueError):
+        return _REDACTED
+    query = "&".join(f"{name}={_REDACTED}" for name in url.query)
+    return str(url.with_user(None).with_query(None)) + "?" + query
 
 
 class PacingExceedsDeadline(Exception):
