@@ -19,7 +19,7 @@ from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 
 from ..redact import redact_url
-from .core import MAX_BODY, NOT_POST, Answer
+from .core import MAX_BODY, NOT_POST, Answer, RequestView
 
 __all__ = ["RedactedAccessLogger", "app", "handle", "routes"]
 
@@ -77,7 +77,10 @@ async def handle(receiver: Receiving, request: web.Request) -> web.Response:
     if request.method != "POST":
         return response(NOT_POST)
     body = request.content.iter_any()
-    answer = await receiver.receive(body, request.query, request.headers, request=request)
+    view = RequestView(
+        method=request.method, path=request.path, query=request.query, headers=request.headers
+    )
+    answer = await receiver.receive(body, request.query, request.headers, request=view)
     return response(answer)
 
 

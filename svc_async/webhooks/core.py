@@ -78,6 +78,17 @@ class Answer:
     close: bool = False
 
 
+@attrs.frozen(slots=True, kw_only=True)
+class RequestView:
+    """What a ``verifier`` sees of a delivery's request, the same in every framework."""
+
+    method: str
+    path: str
+    query: Any
+    """A multi-mapping of the query (the secret among it)."""
+    headers: Mapping[str, str]
+
+
 def refusal(status: int, reason: str, *, close: bool = False) -> Answer:
     """A plain-text refusal (``reason`` is log-safe: it never holds the secret)."""
     return Answer(status=status, headers=_TEXT, body=reason.encode(), close=close)

@@ -14,13 +14,15 @@ calls of a ``Client(..., webhooks=receiver)`` woken. The aiohttp adapter
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
-from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from .._core import validate as _validate
+from .._core.loop_thread import LoopThread
 from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
 from ..errors import WebhookPayloadError, WebhookVerificationError
 from ..fleet import fleet_url
@@ -57,6 +59,9 @@ from .waiters import JobSubscription, Waiters
 
 if TYPE_CHECKING:
     from aiohttp import web
+
+    from .asgi import AsgiApp
+    from .wsgi import WsgiApp
 
 logger = logging.getLogger(__name__)
 
@@ -243,6 +248,42 @@ class WebhookReceiver:
         into.append(callback)
         self._backend.refresh()
         return callback
+
+    # ------------------------------------------------------------ ASGI, WSGI, sync code
+
+    max_body = MAX_BODY
+    """Largest body accepted (bytes); a larger one is answered 413."""
+
+    def asgi(self) -> AsgiApp:
+        """An ASGI 3 app (http and lifespan): ``app.mount("/webhooks/svc", receiver.asgi())``
+        in FastAPI or Starlette, Litestar's ``asgi(..., is_mount=True)``, or alone under
+        uvicorn or hypercorn. A mounted app gets no lifespan of its own: pass
+        ``lifespan=receiver.lifespan`` to the parent."""
+        from .asgi import AsgiApp
+
+        return AsgiApp(self)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: object = None) -> AsyncIterator[None]:
+        """A Starlette/FastAPI/Litestar lifespan: takes the fleet's deliveries from startup
+        and drains the receiver at shutdown (``FastAPI(lifespan=receiver.lifespan)``)."""
+        self.start()
+        try:
+            yield
+        finally:
+            await self.aclose()
+
+    def wsgi(self, portal: LoopThread | None = None) -> WsgiApp:
+        """A WSGI app for Flask, Django on WSGI and gunicorn's sync workers; the receiver
+        runs on the process's ``LoopThread`` (or ``portal``)."""
+        from .wsgi import WsgiApp
+
+        return WsgiApp(self, portal)
+
+    def close(self, timeout: float | None = 10.0, *, portal: LoopThread | None = None) -> None:
+        """``aclose`` from sync code (a WSGI server's SIGTERM handler), on the loop thread the
+        WSGI app runs the receiver on: new deliveries get 503, running callbacks finish."""
+        (portal or LoopThread.for_process()).run(self.aclose(timeout))
 
     # ------------------------------------------------------------ the aiohttp adapter
 
