@@ -448,6 +448,7 @@ TIMERS_ALLOWED = {
     # The command line bounds a whole command by --timeout: a program on real time.
     ("cli", "asyncio.timeout(args.timeout)"),
     ("cli.fleet", "asyncio.timeout(args.timeout)"),
+    ("cli.webhooks", "asyncio.timeout(args.timeout)"),
 }
 
 
