@@ -74,7 +74,7 @@ async def replica(fleet: str) -> None:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     receiver.subscribe(0)  # listen to the wake-up channel too, as a replica with waiters
-    await asyncio.wait_for(receiver._fleet.wake.ready.wait(), 10)
+    await asyncio.wait_for(receiver._backend.wake.ready.wait(), 10)
     print(runner.addresses[0][1], flush=True)
     while await _line():
         pass
@@ -84,7 +84,7 @@ async def replica(fleet: str) -> None:
 async def waiter(fleet: str, count: int) -> None:
     async with WebhookReceiver("s", fleet=fleet) as receiver:
         subs = [receiver.subscribe(job_id) for job_id in range(1, count + 1)]
-        await asyncio.wait_for(receiver._fleet.wake.ready.wait(), 10)
+        await asyncio.wait_for(receiver._backend.wake.ready.wait(), 10)
         print("ready", flush=True)
         for sub in subs:  # woken in this order, one at a time
             await asyncio.wait_for(sub.event.wait(), 30)

@@ -12,7 +12,10 @@ import redis.asyncio as aioredis
 from svc_async.clock import SYSTEM_CLOCK
 from svc_async.fleet.store import Store
 from svc_async.retry import RetryPolicy
-from svc_async.webhooks.redis import FleetDeliveries
+from svc_async.webhooks.core import Secrets
+from svc_async.webhooks.delivery import Callbacks, ReceiverStats
+from svc_async.webhooks.redis import RedisBackend
+from svc_async.webhooks.waiters import Waiters
 from svc_async.webhooks.wake import JobWake
 
 from .redis_server import RedisServer
@@ -49,7 +52,7 @@ async def _stubborn() -> None:
 @pytest.mark.looptime
 async def test_closing_a_wake_listener_that_swallowed_its_cancellation_ends() -> None:
     store = Store("redis://127.0.0.1:9/0")  # never connected: only the close is at stake
-    wake = JobWake(store, lambda update: None, ["svc:{test}:jobs:status"])
+    wake = JobWake(store, Waiters(), ["svc:{test}:jobs:status"])
     wake._task = asyncio.get_running_loop().create_task(_stubborn())
     await asyncio.sleep(0)
     bound = asyncio.timeout(30)  # virtual: a hang would end here at once, cancelled
@@ -61,17 +64,15 @@ async def test_closing_a_wake_listener_that_swallowed_its_cancellation_ends() ->
 
 @pytest.mark.looptime
 async def test_closing_a_stream_reader_that_swallowed_its_cancellation_ends() -> None:
-    deliveries = FleetDeliveries(
+    callbacks = Callbacks(ReceiverStats(), RetryPolicy())
+    callbacks.status.append(_never)
+    deliveries = RedisBackend(
         "redis://127.0.0.1:9/0",
-        secrets=[b"s"],
+        callbacks,
+        Waiters(),
+        secrets=Secrets("s"),
         account=None,
-        attempt=_never,
-        finish=_never,
-        policy=RetryPolicy(),
         clock=SYSTEM_CLOCK,
-        make_job=_never,
-        wake=lambda update: None,
-        kinds=lambda: frozenset({"status"}),
     )
     reader = asyncio.get_running_loop().create_task(_stubborn())
     deliveries.dispatcher._readers["ns"] = reader

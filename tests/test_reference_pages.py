@@ -61,4 +61,4 @@ def _is_module(target: str) -> bool:
 def test_the_client_page_shows_no_parameter_echo_as_an_attribute_value() -> None:
     """``self.webhooks = webhooks`` in ``__init__`` renders as ``webhooks = webhooks``."""
     assert "show_attribute_values: false" in _directives()["svc_async.Client"]
-    assert svc_async.Client.__annotations__["webhooks"] == "WebhookReceiver | None"
+    assert svc_async.Client.__annotations__["webhooks"] == "WakeSource | None"
