@@ -284,7 +284,6 @@ class Client:
             pacer=pacer,
             budget=shared.budget,
             rng=shared.rng,
-            transport_cuts=getattr(shared.transport, "enforces_timeout", False) is True,
             observers=observers,
             clock=clock,
         )
@@ -537,19 +536,16 @@ class Client:
         body: Any = None,
         options: CallOptions | None = None,
         /,
-        *,
-        idempotent: bool,
-        operation: str = "",
-        host: Host = "api",
         **fields: Any,
     ) -> Coroutine[Any, Any, Any]:
         """Send one logical call through the pipeline (await the result): the one way a
         sub-client calls, the ``Send`` of ``resources._base``.
 
         ``options`` are the caller's ``CallOptions`` as given, checked here (what is left
-        out takes this client's default); ``fields`` the sub-client's own (``SendFields``),
-        ``Call`` fields of the same names. Gives the decoded data. Not a coroutine itself:
-        the pipeline's ``run`` is awaited directly, one layer less on every call.
+        out takes this client's default); ``fields`` the sub-client's own (``SendFields``):
+        ``host`` picks the base URL, the rest are ``Call`` fields of the same names. Gives
+        the decoded data. Not a coroutine itself: the pipeline's ``run`` is awaited
+        directly, one layer less on every call.
         """
         shared = self._shared
         tracker = shared.env.tracker  # its loop and closed flag, read without properties
@@ -557,15 +553,21 @@ class Client:
             self._check_usable()
         seconds: float | None
         if options:
-            policy, seconds, per = self._limits(operation, options)
+            policy, seconds, per = self._limits(fields.get("operation", ""), options)
         else:
             policy, seconds, per = self._defaults
-        # The fields before ``fields`` are passed by position: faster to bind.
-        content = None if body is None else orjson.dumps(body)
-        url = self._url(host, path)
+        url = self._url(fields.pop("host", "api"), path)
         if options or self._call_headers:
             url = self._with_extras(url, fields, options)
-        call = Call(method, url, content, idempotent, seconds, per, policy, operation, **fields)
+        call = Call(
+            method=method,
+            url=url,
+            content=None if body is None else orjson.dumps(body),
+            timeout=seconds,
+            attempt_timeout=per,
+            policy=policy,
+            **fields,
+        )
         return run(shared.env, call)
 
     def _limits(

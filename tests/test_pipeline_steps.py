@@ -58,7 +58,16 @@ class _TwoStepAuth:
 
 def _call(*, redirects: bool = False) -> Call:
     url = yarl.URL(API + "/api/x")
-    return Call("GET", url, None, True, None, Timeout(), RetryPolicy(), redirects=redirects)
+    return Call(
+        method="GET",
+        url=url,
+        content=None,
+        idempotent=True,
+        timeout=None,
+        attempt_timeout=Timeout(),
+        policy=RetryPolicy(),
+        redirects=redirects,
+    )
 
 
 _LOST = ConnectionLostError("lost")
@@ -143,14 +152,14 @@ def _lost(request: Request) -> Response:
 async def test_an_ambiguous_failure_is_handed_back_not_settled_below() -> None:
     async with Client(API, token="t", transport=MockTransport(_lost), timeout=5) as svc:
         call = Call(
-            "POST",
-            svc._url("api", "/api/verification-jobs"),
-            b"{}",
-            False,
-            5.0,
-            svc._attempt_timeout,
-            RetryPolicy(),
-            "jobs.create",
+            method="POST",
+            url=svc._url("api", "/api/verification-jobs"),
+            content=b"{}",
+            idempotent=False,
+            timeout=5.0,
+            attempt_timeout=svc._attempt_timeout,
+            policy=RetryPolicy(),
+            operation="jobs.create",
             ambiguous=True,
         )
         outcome = await run(svc._shared.env, call)

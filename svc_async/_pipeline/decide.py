@@ -122,7 +122,13 @@ def decide(
     final = _without_retry(outcome, policy, idempotent, can_renew, can_resolve)
     if final is not None:
         return final
-    return _retry(attempt, outcome, policy, now, deadline, backoff, budget_tokens, budget)
+    decision = _retry(attempt, outcome, policy, now, deadline, backoff)
+    if decision.action is not Action.RETRY:
+        return decision
+    cost = budget.cost(timeout=isinstance(outcome.failure, RequestTimeout))
+    if budget_tokens < cost:
+        return Decision(Action.RAISE, reason="retry budget exhausted")
+    return attrs.evolve(decision, spend=cost)
 
 
 def _without_retry(
@@ -170,19 +176,14 @@ def _retry(
     now: float,
     deadline: float | None,
     backoff: float,
-    budget_tokens: int,
-    budget: RetryBudget,
 ) -> Decision:
-    """A retry, if an attempt is left, its wait ends before the deadline and the retry
-    budget can pay for it; else why not."""
+    """A retry (its cost in the retry budget weighed after), if an attempt is left and
+    its wait ends before the deadline; else why not."""
     status, failure = outcome.status, outcome.failure
     if attempt >= policy.attempts:
         return Decision(Action.RAISE, reason="attempts spent")
     wait = policy.retry_wait(attempt, backoff, outcome.server_wait, refused=status in (429, 503))
     if deadline is not None and now + wait >= deadline:
         return Decision(Action.RAISE, reason="deadline", rate_limited=status == 429)
-    cost = budget.cost(timeout=isinstance(failure, RequestTimeout))
-    if budget_tokens < cost:
-        return Decision(Action.RAISE, reason="retry budget exhausted")
     reason = f"HTTP {status}" if status is not None else type(failure).__name__
-    return Decision(Action.RETRY, wait=wait, spend=cost, reason=reason)
+    return Decision(Action.RETRY, wait=wait, reason=reason)

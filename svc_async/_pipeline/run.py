@@ -48,7 +48,7 @@ from .._transports.base import (
     Timeout,
     Transport,
 )
-from .._transports.cutoff import Cutoffs
+from .._transports.cutoff import cut_off
 from ..auth import AccountRequest, Auth, secrets_of
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import (
@@ -56,7 +56,6 @@ from ..errors import (
     ClientClosedError,
     PacingExceedsDeadline,
     RateLimitError,
-    RequestTimeout,
     ResponseDecodeError,
     SvcError,
     TransportError,
@@ -140,7 +139,7 @@ class Ambiguous:
     deadline: float | None
 
 
-@attrs.define(slots=True)
+@attrs.define(slots=True, kw_only=True)
 class Call:
     """Everything one logical call needs; built by the client from a resource's request.
 
@@ -150,9 +149,7 @@ class Call:
     ``resources._base.CallOptions``, under these names.
 
     Not frozen: one is built per call, and a frozen class pays a setattr call per field.
-    Nothing changes a ``Call`` once built. The client builds it positionally, up to
-    ``operation``: keyword arguments with defaults cost about twice as much to bind, on
-    every call.
+    Nothing changes a ``Call`` once built.
     """
 
     method: str
@@ -302,7 +299,9 @@ class Env:
     credentials, under the ``login_*`` settings and the deadline of the call it serves.
     """
 
-    transport: Transport
+    transport: Transport = attrs.field(converter=cut_off)
+    """Ends each exchange at ``Request.timeout``: a transport that does not say it does
+    (``enforces_timeout = True``) is wrapped in one that does (``cut_off``)."""
     auth: Auth
     static_auth: Mapping[str, str] | None = None
     account_url: str
@@ -317,11 +316,6 @@ class Env:
     rng: random.Random
     tracker: Tracker = attrs.field(factory=Tracker)
     """The tasks running calls, and whether the client was closed."""
-    transport_cuts: bool = False
-    """The transport ends each exchange at ``Request.timeout`` itself (it says so with
-    ``enforces_timeout = True``); otherwise the pipeline cuts each send off."""
-    cutoffs: Cutoffs = attrs.field(factory=Cutoffs)
-    """The sends the pipeline cuts off itself (when the transport does not)."""
     observers: tuple[CallObserver, ...] = ()
     """Who hears every call's steps (``svc_async._pipeline.tracing``, event hooks)."""
     clock: Clock = SYSTEM_CLOCK
@@ -409,17 +403,52 @@ _ID_COUNT = itertools.count(1)
 # ---------------------------------------------------------------- the call and its loop
 
 
+class _Attempts:
+    """One call's state across its attempts: what every step reads, and where it is.
+
+    Built once per call by ``run``; the steps below take it instead of a list of values.
+    ``number`` counts attempts (a renewal's replay is not one); ``auth`` is the headers
+    the current attempt was sent with (what a renewal replaces).
+    """
+
+    __slots__ = ("auth", "call", "deadline", "env", "number", "renewed", "rid", "started", "watch")
+
+    def __init__(self, env: Env, call: Call, deadline: float | None, started: float) -> None:
+        self.env = env
+        self.call = call
+        self.deadline = deadline
+        self.started = started
+        self.watch = _watch(env, call) if env.observers else None
+        self.rid = f"{_ID_PREFIX}-{next(_ID_COUNT)}"  # the call's id (see ``_ID_COUNT``)
+        self.number = 0
+        self.renewed = False
+        self.auth: Mapping[str, str] | None = None
+
+    def fields(self, response: Response | None = None, **more: object) -> dict[str, object]:
+        """The structured fields of a log record about this call (``extra=``)."""
+        call = self.call
+        fields: dict[str, object] = {
+            "request_id": _answered_id(response, self.rid),
+            "operation": call.operation,
+            "method": call.method,
+            "status": None if response is None else response.status,
+            "attempt": self.number,
+        }
+        fields.update(more)
+        return fields
+
+
 async def run(env: Env, call: Call, outer: float | Literal["context"] | None = "context") -> Any:
     """Carry ``call`` out: every step, waits included, by the call's deadline.
 
     The deadline is ``call.timeout`` from now, or the ``outer`` deadline (by default the
     one of the call or wait this one runs inside: ``deadline_scope``), whichever is
-    first. Each send is cut off at the deadline (and at ``call.attempt_timeout``)
-    whether or not the transport honours ``Request.timeout``. Returns the decoded data
-    (the ``Reply`` when ``call.reply``; ``Ambiguous`` when ``call.ambiguous`` and the
-    outcome is). The calling task is tracked meanwhile; cancelled because the client
-    closed, the call raises ``ClientClosedError``. Every ``SvcError`` it raises carries
-    the call's request id.
+    first. The transport ends each send at its ``Request.timeout``, which never reaches
+    past the deadline (``Env`` makes any transport do so: ``cut_off``). Returns the
+    decoded data (the ``Reply`` when ``call.reply``; ``Ambiguous`` when
+    ``call.ambiguous`` and the outcome is). The calling task is tracked meanwhile;
+    cancelled because the client closed, the call raises ``ClientClosedError``. Every
+    ``SvcError`` it raises carries the call's request id.
     """
     if outer == "context":
         outer = _DEADLINE.get()
@@ -428,35 +457,30 @@ async def run(env: Env, call: Call, outer: float | Literal["context"] | None = "
     tracker = env.tracker
     task = asyncio.current_task(tracker.loop)
     tracker.enter(task)
-    watch = _watch(env, call) if env.observers else None
-    rid = f"{_ID_PREFIX}-{next(_ID_COUNT)}"  # the call's id (see ``_ID_COUNT``)
+    attempts = _Attempts(env, call, deadline, now)
     try:
-        result = await _attempts(env, call, deadline, now, watch, rid)
+        result = await _attempt_until_done(attempts)
     except BaseException as exc:
-        raise _ended(tracker, task, call, watch, rid, exc) from None
+        raise _ended(attempts, task, exc) from None
     finally:
         tracker.leave(task)
-    if watch is not None:
-        watch.end(None)
+    if attempts.watch is not None:
+        attempts.watch.end(None)
     return result
 
 
 def _ended(
-    tracker: Tracker,
-    task: asyncio.Task[Any] | None,
-    call: Call,
-    watch: CallWatch | None,
-    rid: str,
-    exc: BaseException,
+    attempts: _Attempts, task: asyncio.Task[Any] | None, exc: BaseException
 ) -> BaseException:
     """What a call that raised ``exc`` raises: ``ClientClosedError`` for a cancellation
     by ``aclose()``, else ``exc``; an ``SvcError`` with the call's request id."""
+    call = attempts.call
     if isinstance(exc, asyncio.CancelledError):
-        exc = tracker.closing(task, f"{call.method} {call.url.path}") or exc
+        exc = attempts.env.tracker.closing(task, f"{call.method} {call.url.path}") or exc
     if isinstance(exc, SvcError) and exc.request_id is None:
-        exc.request_id = rid
-    if watch is not None:
-        watch.end(exc)
+        exc.request_id = attempts.rid
+    if attempts.watch is not None:
+        attempts.watch.end(exc)
     return exc
 
 
@@ -468,56 +492,47 @@ def _deadline(now: float, timeout: float | None, outer: float | None) -> float |
     return own if outer is None or own < outer else outer
 
 
-async def _attempts(
-    env: Env,
-    call: Call,
-    deadline: float | None,
-    started: float,
-    watch: CallWatch | None,
-    rid: str,
-) -> Any:
+async def _attempt_until_done(attempts: _Attempts) -> Any:
     """Attempt after attempt: credentials, pace, prepare, exchange, decide, act.
 
     The exchange is written out here rather than as a step of its own: one coroutine
     layer less on every call. The clock is read again only after a step that waited
     (one read on a plain call).
     """
-    attempt = 0
-    renewed = False
-    now = started
+    env, call = attempts.env, attempts.call
+    now = attempts.started
     while True:
-        attempt += 1
+        attempts.number += 1
         auth = env.static_auth if call.authenticate else None
         if auth is None and call.authenticate:  # an auth whose headers may change
-            auth = await _credentials(env, deadline)
+            auth = await _credentials(env, attempts.deadline)
             now = env.clock.now()
+        attempts.auth = auth
         pacer = env.pacer if call.service else None
         if pacer is not None and not pacer.admit(now if env.pacer_on_clock else None):
-            await _pace(pacer, env.clock, call, deadline, watch)  # held back: wait
+            await _pace(attempts, pacer)  # held back: wait
             now = env.clock.now()
-        request = _prepare(env, call, auth, deadline, now, rid, watch)
+        request = _prepare(attempts, now)
         response: Response | None = None
         data: Any = _NO_DATA
         failure: SvcError | None = None
-        try:  # the exchange; whatever came, the answer is observed
-            if _direct(env, call, request):
+        try:  # the exchange (the one path): whatever came, the answer is observed
+            if call.stream_decode is None or not isinstance(env.transport, StreamingTransport):
                 response = await env.transport.send(request)
             else:
-                response, data = await _send(env, call, request)
+                response, data = await _send_streamed(env.transport, request, call.stream_decode)
         except (TransportError, ResponseDecodeError) as exc:
             failure = exc
         finally:
             observe(env, response, call.service)
-        _heard(call, request, attempt, response, failure, watch)
+        _heard(attempts, response, failure)
         answered, data, failure = _outcome(call, response, data, failure)
         if answered is not None:
-            return _returned(env, call, data, answered, attempt, started, rid)
-        step = await _recover(
-            env, call, attempt, renewed, auth, response, failure, deadline, watch, rid
-        )
+            return _returned(attempts, data, answered)
+        step = await _recover(attempts, response, failure)
         if step is _RENEWED:
-            renewed = True
-            attempt -= 1  # a renewal is not a retry
+            attempts.renewed = True
+            attempts.number -= 1  # a renewal is not a retry
         elif step is not None:
             return step  # an ambiguous outcome, for the caller to settle
         now = env.clock.now()
@@ -527,81 +542,43 @@ _RENEWED = object()
 """``_recover``'s word for: the credentials were renewed, send the attempt again."""
 
 
-async def _recover(
-    env: Env,
-    call: Call,
-    attempt: int,
-    renewed: bool,
-    auth: Mapping[str, str] | None,
-    response: Response | None,
-    failure: SvcError | None,
-    deadline: float | None,
-    watch: CallWatch | None,
-    rid: str,
-) -> Any:
+async def _recover(attempts: _Attempts, response: Response | None, failure: SvcError | None) -> Any:
     """After an attempt that brought no data: decide, then act on it. Returns
     ``_RENEWED`` (send again), an ``Ambiguous`` to hand back, or None (retry after the
     wait); raises when the decision is to."""
-    decision, error = _after(env, call, attempt, renewed, response, failure, deadline)
-    error.request_id = _answered_id(response, rid)
+    decision, error = _after(attempts, response, failure)
+    error.request_id = _answered_id(response, attempts.rid)
     if decision.action is Action.RENEW:
-        if not await _renewed(env, auth, deadline):
+        if not await _renewed(attempts.env, attempts.auth, attempts.deadline):
             raise error
         return _RENEWED
-    return await _act(env, call, attempt, decision, error, deadline, watch)
-
-
-async def _act(
-    env: Env,
-    call: Call,
-    attempt: int,
-    decision: Decision,
-    failure: SvcError,
-    deadline: float | None,
-    watch: CallWatch | None,
-) -> Ambiguous | None:
-    """Carry a decision out: raise, hand an ambiguous outcome back, or wait to retry."""
     if decision.action is Action.RAISE:
-        raise failure
+        raise error
     if decision.action is Action.RESOLVE:
-        return Ambiguous(failure, deadline)
-    await env.clock.sleep(_wait_before_retry(call, attempt, decision, watch))
+        return Ambiguous(error, attempts.deadline)
+    await attempts.env.clock.sleep(_wait_before_retry(attempts, decision, response))
     return None
 
 
-def _returned(
-    env: Env,
-    call: Call,
-    data: Any,
-    response: Response,
-    attempts: int,
-    started: float,
-    rid: str,
-) -> Any:
+def _returned(attempts: _Attempts, data: Any, response: Response) -> Any:
     """What a successful call returns: its data, or its ``Reply`` when it asked for one;
     the reply is also handed to whoever listens in this task (``with_raw_response``)."""
+    env, call = attempts.env, attempts.call
     env.budget.record_success()
     listening = REPLIES.get()
     if not call.reply and listening is None:
         return data
-    reply = _reply(env, data, response, attempts, started, rid)
-    if listening is not None:
-        listening.append((call.operation, reply))
-    return reply if call.reply else data
-
-
-def _reply(
-    env: Env, data: Any, response: Response, attempts: int, started: float, rid: str
-) -> Reply[Any]:
-    """The ``Reply`` of a call that asked for one."""
-    return Reply(
+    reply = Reply(
         data,
         response.status,
         response.headers,
-        attempts=attempts,
-        elapsed=env.clock.now() - started,
-        request_id=_answered_id(response, rid),
+        attempts=attempts.number,
+        elapsed=env.clock.now() - attempts.started,
+        request_id=_answered_id(response, attempts.rid),
     )
+    if listening is not None:
+        listening.append((call.operation, reply))
+    return reply if call.reply else data
 
 
 def _answered_id(response: Response | None, rid: str) -> str:
@@ -700,14 +677,14 @@ async def _account(env: Env, request: AccountRequest, deadline: float | None) ->
     bounds it too.
     """
     call = Call(
-        "POST",
-        yarl.URL(env.account_url + request.path),
-        orjson.dumps(dict(request.body)),
-        True,
-        env.login_timeout,
-        env.login_attempt_timeout,
-        env.login_policy,
-        "auth." + request.path.rsplit("/", 1)[-1],
+        method="POST",
+        url=yarl.URL(env.account_url + request.path),
+        content=orjson.dumps(dict(request.body)),
+        idempotent=True,
+        timeout=env.login_timeout,
+        attempt_timeout=env.login_attempt_timeout,
+        policy=env.login_policy,
+        operation="auth." + request.path.rsplit("/", 1)[-1],
         authenticate=False,
     )
     return await run(env, call, deadline)
@@ -716,22 +693,15 @@ async def _account(env: Env, request: AccountRequest, deadline: float | None) ->
 # ---------------------------------------------------------------- step: prepare
 
 
-def _prepare(
-    env: Env,
-    call: Call,
-    auth: Mapping[str, str] | None,
-    deadline: float | None,
-    now: float,
-    rid: str,
-    watch: CallWatch | None,
-) -> Request:
+def _prepare(attempts: _Attempts, now: float) -> Request:
     """The attempt's request: headers merged (the call's id on every attempt), its time
     limit within the deadline."""
-    base = request_headers(env, auth, call.content is not None)
+    env, call, deadline = attempts.env, attempts.call, attempts.deadline
+    base = request_headers(env, attempts.auth, call.content is not None)
     merged = base.copy()
     if call.headers is not None:
         merged.update(call.headers)
-    merged[REQUEST_ID] = rid
+    merged[REQUEST_ID] = attempts.rid
     # The id is hex digits and a count: checked headers stay sendable with it. A call's
     # own headers are left to the transport's check.
     sendable = call.headers is None and type(base) is SendableHeaders
@@ -740,63 +710,29 @@ def _prepare(
     if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
         timeout = _bounded(timeout, deadline, now)
     request = Request(call.method, call.url, headers, call.content, timeout)
-    if watch is not None:
-        watch.request(request)
+    if attempts.watch is not None:
+        attempts.watch.request(request)
     return request
 
 
 # ---------------------------------------------------------------- step: exchange
 
 
-def _direct(env: Env, call: Call, request: Request) -> bool:
-    """Whether the transport is awaited with no layer of the pipeline's own: a body read
-    whole, by a transport that cuts its exchanges itself or with no total to cut at."""
-    limit = request.timeout
-    return call.stream_decode is None and (env.transport_cuts or limit is None or not limit.total)
-
-
-def _heard(
-    call: Call,
-    request: Request,
-    attempt: int,
-    response: Response | None,
-    failure: SvcError | None,
-    watch: CallWatch | None,
-) -> None:
+def _heard(attempts: _Attempts, response: Response | None, failure: SvcError | None) -> None:
     """Tell the call's observers, and the debug log, how an attempt ended."""
-    if watch is not None:
-        watch.attempt(attempt, response, failure)
+    if attempts.watch is not None:
+        attempts.watch.attempt(attempts.number, response, failure)
     if response is not None and logger.isEnabledFor(logging.DEBUG):
-        rid = _answered_id(response, request.headers[REQUEST_ID])
+        call = attempts.call
+        fields = attempts.fields(response)
         logger.debug(
-            "%s %s -> %d (request %s)", call.method, redact_url(call.url), response.status, rid
+            "%s %s -> %d (request %s)",
+            call.method,
+            redact_url(call.url),
+            response.status,
+            fields["request_id"],
+            extra=fields,
         )
-
-
-async def _send(env: Env, call: Call, request: Request) -> tuple[Response, Any]:
-    """The response with the streamed data (``_NO_DATA`` when the body was read whole),
-    cut off at the request's total by the pipeline when the transport does not say it
-    ends an exchange at ``Request.timeout`` itself."""
-    limit = request.timeout.total if request.timeout is not None else None
-    if limit is None or env.transport_cuts:
-        return await _transmit(env.transport, call, request)
-    cut = env.cutoffs.arm(limit)
-    try:
-        sent = await _transmit(env.transport, call, request)
-    except BaseException:
-        if not env.cutoffs.disarm(cut):
-            raise
-        raise RequestTimeout(
-            f"timeout on {call.method} {redact_url(call.url)} after {limit:g}s", request=request
-        ) from None
-    env.cutoffs.disarm(cut)
-    return sent
-
-
-async def _transmit(transport: Transport, call: Call, request: Request) -> tuple[Response, Any]:
-    if call.stream_decode is not None and isinstance(transport, StreamingTransport):
-        return await _send_streamed(transport, request, call.stream_decode)
-    return await transport.send(request), _NO_DATA
 
 
 def _outcome(
@@ -822,19 +758,14 @@ def _outcome(
 
 
 def _after(
-    env: Env,
-    call: Call,
-    attempt: int,
-    renewed: bool,
-    response: Response | None,
-    failure: SvcError | None,
-    deadline: float | None,
+    attempts: _Attempts, response: Response | None, failure: SvcError | None
 ) -> tuple[Decision, SvcError]:
     """Classify an attempt that did not return data and decide the next step.
 
     Returns the decision with the error to raise if it comes to that (rate-limit and
     decoder messages built here, with every secret redacted).
     """
+    env, call = attempts.env, attempts.call
     status = None if response is None else response.status
     wall = env.clock.wall()
     if response is not None and not 200 <= response.status < 300:
@@ -846,16 +777,16 @@ def _after(
     outcome = outcome_of(status, failure, response.headers if response is not None else {}, wall)
     policy = call.policy
     decision = decide(
-        attempt=attempt,
+        attempt=attempts.number,
         outcome=outcome,
         policy=policy,
         idempotent=call.idempotent,
         now=env.clock.now(),
-        deadline=deadline,
-        backoff=policy.backoff(attempt, env.rng),
+        deadline=attempts.deadline,
+        backoff=policy.backoff(attempts.number, env.rng),
         budget_tokens=env.budget.tokens,
         budget=env.budget,
-        can_renew=call.authenticate and not renewed,
+        can_renew=call.authenticate and not attempts.renewed,
         can_resolve=call.ambiguous,
     )
     if decision.action is Action.RAISE:
@@ -865,22 +796,24 @@ def _after(
             )
         elif decision.reason == "retry budget exhausted":
             logger.warning(
-                "retry budget exhausted; not retrying %s %s", call.method, redact_url(call.url)
+                "retry budget exhausted; not retrying %s %s",
+                call.method,
+                redact_url(call.url),
+                extra=attempts.fields(response, reason=decision.reason),
             )
     elif decision.spend:
         env.budget.spend(decision.spend)  # ``decide`` checked the budget can afford it
     return decision, failure
 
 
-async def _pace(
-    pacer: Pacing, clock: Clock, call: Call, deadline: float | None, watch: CallWatch | None
-) -> None:
+async def _pace(attempts: _Attempts, pacer: Pacing) -> None:
     """Wait for the pacer; a wait beyond the deadline raises RateLimitError at once."""
+    clock, call = attempts.env.clock, attempts.call
     start = clock.now()
     try:
-        await pacer.acquire(deadline)
-        if watch is not None:
-            watch.paced(clock.now() - start)
+        await pacer.acquire(attempts.deadline)
+        if attempts.watch is not None:
+            attempts.watch.paced(clock.now() - start)
     except PacingExceedsDeadline as exc:
         error = RateLimitError(429, method=call.method, url=redact_url(call.url))
         error.retry_after = exc.wait
@@ -891,19 +824,18 @@ async def _pace(
         raise error from None
 
 
-def _wait_before_retry(
-    call: Call, attempt: int, decision: Decision, watch: CallWatch | None
-) -> float:
+def _wait_before_retry(attempts: _Attempts, decision: Decision, response: Response | None) -> float:
     """How long to sleep before the next attempt (``decide`` drew it); logs the retry."""
-    wait = decision.wait
+    wait, call = decision.wait, attempts.call
     logger.info(
         "retrying %s %s (attempt %d) after %s; waiting %.2fs",
         call.method,
         call.url.path,
-        attempt + 1,
+        attempts.number + 1,
         decision.reason,
         wait,
+        extra=attempts.fields(response, wait=wait, reason=decision.reason),
     )
-    if watch is not None:
-        watch.retrying(attempt + 1, wait, decision.reason)
+    if attempts.watch is not None:
+        attempts.watch.retrying(attempts.number + 1, wait, decision.reason)
     return wait

@@ -37,10 +37,9 @@ from .base import (
     failed,
     header_refused,
     os_reason,
-    raised_instead,
     timed_out,
 )
-from .cutoff import Cutoffs
+from .cutoff import Cutoffs, raised_instead
 from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
 
 __all__ = ["AiohttpTransport"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import errno
 import socket
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,8 +35,6 @@ from ..errors import (
 )
 from ..redact import redact_headers, redact_text, redact_url
 from ..types import Timeout as Timeout  # re-exported: the type of Request.timeout
-from .cutoff import Cut, Cutoffs
-from .proxy import Route
 
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
 """Largest API response body accepted, after decompression (bytes)."""
@@ -298,24 +296,3 @@ def os_reason(error: OSError) -> str | None:
     if error.strerror:
         return error.strerror[:1].lower() + error.strerror[1:]
     return None
-
-
-def raised_instead(
-    cutoffs: Cutoffs,
-    cut: Cut | None,
-    exc: BaseException,
-    request: Request,
-    total: float | None,
-    wrap: Callable[[BaseException, Request, Route | None], TransportError],
-    route: Callable[[Request], Route | None],
-    foreign: type[BaseException] | tuple[type[BaseException], ...] = Exception,
-) -> BaseException | None:
-    """What a send (or stream) that raised ``exc`` raises instead, both transports' rule:
-    the timeout when its cut (at ``total`` seconds) fired, the cancellation being the
-    cut's; the transport's ``wrap`` of a ``foreign`` (the HTTP library's) failure, through
-    its proxy ``route``; None for ``exc`` itself (ours, a cancellation, the caller's own)."""
-    if cutoffs.disarm(cut):
-        return timed_out(request, total)
-    if isinstance(exc, TransportError) or not isinstance(exc, foreign):
-        return None
-    return wrap(exc, request, route(request))

@@ -18,10 +18,15 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 from ..clock import running_loop
+from ..errors import TransportError
+from .base import Request, Response, StreamingTransport, StreamResponse, Transport, timed_out
+from .proxy import Route
 
-__all__ = ["Cut", "Cutoffs"]
+__all__ = ["Cut", "CutOff", "Cutoffs", "cut_off", "raised_instead"]
 
 _RESOLUTION = time.get_clock_info("monotonic").resolution
 """What asyncio allows a timer to fire early by; a cut due within it is due."""
@@ -126,3 +131,93 @@ class Cutoffs:
                 nearest = cut.when
         if nearest < math.inf:
             self._schedule(nearest)
+
+
+def cut_off(transport: Transport) -> Transport:
+    """``transport`` as the pipeline sends through it: one that ends each exchange at
+    ``Request.timeout`` itself (``enforces_timeout = True``: the SDK's own) as it is,
+    any other wrapped in a ``CutOff`` that does, so a call's deadline holds whatever the
+    transport. Chosen once, where the client is built: one cut-off per attempt."""
+    if getattr(transport, "enforces_timeout", False) is True:
+        return transport
+    if isinstance(transport, StreamingTransport):
+        return _StreamingCutOff(transport)
+    return CutOff(transport)
+
+
+class CutOff:
+    """A transport of someone else's, cut off at each request's ``Timeout.total``.
+
+    A cut send raises ``RequestTimeout``, as the SDK's own transports do; a transport
+    that honours the limit itself as well (the fake's in-process one) is cut by
+    whichever comes first.
+    """
+
+    enforces_timeout = True
+
+    def __init__(self, transport: Transport) -> None:
+        self.inner = transport
+        self._cutoffs = Cutoffs()
+
+    def __repr__(self) -> str:
+        return f"<CutOff {self.inner!r}>"
+
+    async def send(self, request: Request) -> Response:
+        """``inner.send(request)``, cut off at ``request.timeout.total``."""
+        total = None if request.timeout is None else request.timeout.total
+        if not total:
+            return await self.inner.send(request)
+        cut = self._cutoffs.arm(total)
+        try:
+            response = await self.inner.send(request)
+        except BaseException:
+            if not self._cutoffs.disarm(cut):
+                raise
+            raise timed_out(request, total) from None
+        self._cutoffs.disarm(cut)
+        return response
+
+    async def aclose(self) -> None:
+        """Close the inner transport."""
+        await self.inner.aclose()
+
+
+class _StreamingCutOff(CutOff):
+    """A ``CutOff`` of a transport that streams: the cut covers the body's reading too."""
+
+    inner: StreamingTransport
+
+    @asynccontextmanager
+    async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
+        """``inner.stream(request)``, cut off at ``request.timeout.total``."""
+        total = None if request.timeout is None else request.timeout.total
+        cut = self._cutoffs.arm(total) if total else None
+        try:
+            async with self.inner.stream(request) as stream:
+                yield stream
+        except BaseException:
+            if not self._cutoffs.disarm(cut):
+                raise
+            raise timed_out(request, total) from None
+        self._cutoffs.disarm(cut)
+
+
+def raised_instead(
+    cutoffs: Cutoffs,
+    cut: Cut | None,
+    exc: BaseException,
+    request: Request,
+    total: float | None,
+    wrap: Callable[[BaseException, Request, Route | None], TransportError],
+    route: Callable[[Request], Route | None],
+    foreign: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+) -> BaseException | None:
+    """What a send (or stream) that raised ``exc`` raises instead, both transports' rule:
+    the timeout when its cut (at ``total`` seconds) fired, the cancellation being the
+    cut's; the transport's ``wrap`` of a ``foreign`` (the HTTP library's) failure, through
+    its proxy ``route``; None for ``exc`` itself (ours, a cancellation, the caller's own)."""
+    if cutoffs.disarm(cut):
+        return timed_out(request, total)
+    if isinstance(exc, TransportError) or not isinstance(exc, foreign):
+        return None
+    return wrap(exc, request, route(request))

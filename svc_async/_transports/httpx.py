@@ -53,10 +53,9 @@ from .base import (
     connection_lost,
     failed,
     os_reason,
-    raised_instead,
     timed_out,
 )
-from .cutoff import Cutoffs
+from .cutoff import Cutoffs, raised_instead
 from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
 
 __all__ = ["HttpxTransport"]
