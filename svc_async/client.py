@@ -8,6 +8,7 @@ and the decoded JSON goes back to the sub-client, which structures it into model
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -328,17 +329,25 @@ class Client:
         """Whether this is the client itself, not a ``with_options`` view of it."""
         return "_view" not in self.__dict__
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, grace: float = 0) -> None:
         """End running calls with ClientClosedError and close the transport.
 
-        The transport is closed even when you passed it in (httpx's rule); an aiohttp
-        session you gave to ``AiohttpTransport(session=...)`` is still never closed.
+        ``grace`` (seconds, default 0) lets the work under way finish first: the calls
+        in flight, and the waits, bulk fetches and searches that started before, with
+        every call they still make; a call started after ``aclose`` is refused at once
+        (``ClientClosedError``). What is still running when the grace is spent ends as
+        with ``grace=0``. The transport is closed even when you passed it in (httpx's
+        rule); an aiohttp session you gave to ``AiohttpTransport(session=...)`` is still
+        never closed.
         """
+        grace = _validate.seconds(grace, "grace")
         tracker = self._shared.tracker
         if tracker.closed:
             return
         tracker.closed = True
         shared = self._shared
+        if grace:
+            await tracker.drain(shared.clock, grace)
         current = asyncio.current_task()
         running = [t for t in tracker.active if t is not current and not t.done()]
         for task in running:
@@ -441,7 +450,7 @@ class Client:
 
     def _check_usable(self) -> None:
         shared = self._shared
-        if shared.closed:
+        if shared.closed and not shared.tracker.admits(asyncio.current_task()):
             raise ClientClosedError("this Client is closed; create a new one")
         loop = asyncio.get_running_loop()
         if shared.loop is None:
@@ -606,6 +615,11 @@ class Client:
                 raise TypeError("extra_query names must be strings, values strings or numbers")
             _validate.header_value(str(value), f"extra_query[{name!r}]")  # no control chars
         return url.update_query(extra_query)
+
+    def _operation(self, what: str, number: int = 0) -> contextlib.AbstractContextManager[int]:
+        """Work of several calls (a wait, a bulk fetch) tracked whole: the ``Owner`` side
+        of ``Resource._operation`` (see ``Tracker.operation``)."""
+        return self._shared.tracker.operation(what, number)
 
     async def _tracked(self, work: Awaitable[T], what: str) -> T:
         """Await ``work`` as a task of this client: ``aclose()`` ends it with ClientClosedError.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -228,6 +229,15 @@ def positive_seconds(value: Any, name: str) -> float:
     """A duration: a positive number of seconds (bools refused)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise ValueError(f"{name} must be a positive number of seconds")
+    return float(value)
+
+
+def seconds(value: Any, name: str) -> float:
+    """A duration that may be nothing: a finite number of seconds, 0 or more."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not 0 <= value < math.inf:
+        raise ValueError(f"{name} must be a finite number of seconds, 0 or more")
     return float(value)
 
 

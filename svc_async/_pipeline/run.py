@@ -50,7 +50,7 @@ from .._transports.base import (
 )
 from .._transports.cutoff import cut_off
 from ..auth import AccountRequest, Auth, secrets_of
-from ..clock import SYSTEM_CLOCK, Clock
+from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
 from ..errors import (
     AuthenticationError,
     ClientClosedError,
@@ -216,7 +216,12 @@ class Tracker:
 
     ``aclose()`` cancels the tracked tasks; a tracked call cancelled after the close
     raises ``ClientClosedError`` instead of ``CancelledError``. Calls nest (a login
-    inside a call), so each task is counted.
+    inside a call), so each task is counted. Work of several calls (a wait, a bulk
+    fetch) is tracked for its whole length (``operation``).
+
+    ``aclose(grace=...)`` drains first (``drain``): the client counts as closed, but
+    work already under way goes on (``admits``) until nothing is tracked or the grace
+    is spent.
 
     ``loop`` is the event loop the client's calls run on, bound by the client on first
     use (which refuses another running loop). Knowing it, ``run`` finds its task with
@@ -224,12 +229,18 @@ class Tracker:
     system call on Python 3.11, on every call.
     """
 
-    __slots__ = ("active", "closed", "loop")
+    __slots__ = ("_closer", "_idle", "_since", "active", "closed", "loop")
 
     def __init__(self) -> None:
         self.active: dict[asyncio.Task[Any], int] = {}
         self.closed = False
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._idle: asyncio.Future[None] | None = None
+        """Set while draining: done when no task but the closing one is tracked."""
+        self._since = 0
+        """While draining: work begun in an operation numbered up to this goes on."""
+        self._closer: asyncio.Task[Any] | None = None
+        """While draining: the task that drains (its own calls do not hold it up)."""
 
     def enter(self, task: asyncio.Task[Any] | None) -> None:
         """Count ``task`` as running one more call."""
@@ -243,13 +254,71 @@ class Tracker:
             left = self.active.pop(task, 1) - 1
             if left > 0:
                 self.active[task] = left
+            if self._idle is not None:
+                self._settle()
 
     def closing(self, task: asyncio.Task[Any] | None, what: str) -> ClientClosedError | None:
         """The error to raise instead of a cancellation caused by ``aclose()``, if it was."""
-        if task is not None and self.closed and task.cancelling():
+        if task is not None and self.closed and self._idle is None and task.cancelling():
             task.uncancel()
             return ClientClosedError(f"{what} was cancelled because the client was closed")
         return None
+
+    def admits(self, task: asyncio.Task[Any] | None) -> bool:
+        """Whether a closed client still lets a call of ``task`` through: while it drains,
+        for work begun before (a call's task, a wait, a bulk fetch's workers)."""
+        if self._idle is None:
+            return False
+        return task in self.active or 0 < _OPERATION.get() <= self._since
+
+    @contextlib.contextmanager
+    def operation(self, what: str, number: int = 0) -> Iterator[int]:
+        """Track the current task for the whole of some work of several calls (``what``,
+        named in the ``ClientClosedError`` a close raises in it); yields the operation's
+        number, which a later step of the same work passes back in. The tasks it starts
+        inherit the number, so that a draining close lets their calls through too; new
+        work on a closed client is refused at once."""
+        task = asyncio.current_task()
+        number = number or _OPERATION.get() or next(_OPERATIONS)
+        token = _OPERATION.set(number)
+        try:
+            if self.closed and not self.admits(task):
+                raise ClientClosedError(f"{what}: this Client is closed; create a new one")
+            self.enter(task)
+            try:
+                yield number
+            except asyncio.CancelledError:
+                error = self.closing(task, what)
+                if error is None:
+                    raise
+                raise error from None
+            finally:
+                self.leave(task)
+        finally:
+            _OPERATION.reset(token)
+
+    async def drain(self, clock: Clock, grace: float) -> None:
+        """Wait up to ``grace`` seconds (on ``clock``) for the tracked work to end, the
+        client closed meanwhile to all but that work."""
+        self._closer = asyncio.current_task()
+        self._idle = asyncio.get_running_loop().create_future()
+        self._since = next(_OPERATIONS)
+        try:
+            self._settle()
+            await wait_tasks(clock, [self._idle], grace)
+        finally:
+            self._idle = self._closer = None
+
+    def _settle(self) -> None:
+        idle, closer = self._idle, self._closer
+        if idle is not None and not idle.done() and all(t is closer for t in self.active):
+            idle.set_result(None)
+
+
+_OPERATION: contextvars.ContextVar[int] = contextvars.ContextVar("svc_async_operation", default=0)
+"""The number of the operation (``Tracker.operation``) this context's work belongs to."""
+
+_OPERATIONS = itertools.count(1)
 
 
 _REMAINING, _DATE = istr("x-ratelimit-remaining"), istr("Date")

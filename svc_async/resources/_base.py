@@ -4,7 +4,8 @@ of a caller's ``CallOptions``, and the wrapper that hands a call's ``Reply`` bac
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -137,6 +138,9 @@ class Owner(Protocol):
     def webhooks(self) -> object: ...
     @property
     def creation_tags(self) -> bool: ...
+    def _operation(self, what: str, number: int = 0) -> AbstractContextManager[int]:
+        """``Tracker.operation`` of the client's calls: work of several calls, tracked
+        whole (a close's grace lets it finish)."""
 
 
 class Resource:
@@ -153,3 +157,21 @@ class Resource:
     def clock(self) -> Clock:
         """The client's clock (deadlines, polls and sleeps of this sub-client's waits)."""
         return self._owner.clock
+
+    def _operation(self, what: str) -> AbstractContextManager[int]:
+        """Work of several calls (a wait), tracked whole by the client."""
+        return self._owner._operation(what)
+
+    async def _stepwise(self, what: str, steps: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
+        """``steps`` (a bulk fetch, a watch), each step tracked as part of one operation."""
+        number = 0
+        try:
+            while True:
+                with self._owner._operation(what, number) as number:
+                    try:
+                        item = await anext(steps)
+                    except StopAsyncIteration:
+                        return
+                yield item
+        finally:
+            await steps.aclose()

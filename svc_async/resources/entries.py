@@ -149,7 +149,7 @@ class Entries(Resource):
         """
         from .bulk import entry_batches
 
-        return entry_batches(
+        batches = entry_batches(
             self._fetch_event_entries,
             "event",
             event_ids,
@@ -160,6 +160,7 @@ class Entries(Resource):
             raise_on_error=raise_on_error,
             progress=progress,
         )
+        return self._stepwise("entries.for_events", batches)
 
     def for_seasons(
         self,
@@ -174,7 +175,7 @@ class Entries(Resource):
         """Entries of many seasons, as ``for_events`` (batches carry ``season_id``)."""
         from .bulk import entry_batches
 
-        return entry_batches(
+        batches = entry_batches(
             self._fetch_season_entries,
             "season",
             season_ids,
@@ -185,6 +186,7 @@ class Entries(Resource):
             raise_on_error=raise_on_error,
             progress=progress,
         )
+        return self._stepwise("entries.for_seasons", batches)
 
     async def sync(
         self,
@@ -203,10 +205,11 @@ class Entries(Resource):
         """
         from .sync import DEFAULT_MARGIN, sync_entries
 
-        return await sync_entries(
-            self._fetch_event,
-            event_ids,
-            state,
-            concurrency=concurrency,
-            margin=margin or DEFAULT_MARGIN,
-        )
+        with self._operation("entries.sync"):
+            return await sync_entries(
+                self._fetch_event,
+                event_ids,
+                state,
+                concurrency=concurrency,
+                margin=margin or DEFAULT_MARGIN,
+            )

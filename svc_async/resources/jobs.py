@@ -325,7 +325,7 @@ class Jobs(Resource):
             )
             return found.jobs, found.count
 
-        return iter_counted(page, size, workers)
+        return self._stepwise("jobs.iter_search", iter_counted(page, size, workers))
 
     # Waiting for verdicts: thin wrappers over svc_async.resources.polling.
 
@@ -348,9 +348,10 @@ class Jobs(Resource):
         """
         from . import polling
 
-        return await polling.wait_for_job(
-            self, job_id, timeout=timeout, policy=policy, on_status=on_status
-        )
+        with self._operation(f"wait for job {job_id}"):
+            return await polling.wait_for_job(
+                self, job_id, timeout=timeout, policy=policy, on_status=on_status
+            )
 
     async def create_and_wait(
         self,
@@ -366,9 +367,10 @@ class Jobs(Resource):
         """
         from . import polling
 
-        return await polling.create_and_wait(
-            self, request, timeout=timeout, policy=policy, on_status=on_status
-        )
+        with self._operation("jobs.create_and_wait"):
+            return await polling.create_and_wait(
+                self, request, timeout=timeout, policy=policy, on_status=on_status
+            )
 
     def wait_many(
         self,
@@ -384,7 +386,8 @@ class Jobs(Resource):
         """
         from . import polling
 
-        return polling.wait_many(self, job_ids, tag=tag, policy=policy, timeout=timeout)
+        waits = polling.wait_many(self, job_ids, tag=tag, policy=policy, timeout=timeout)
+        return self._stepwise("jobs.wait_many", waits)
 
     def watch(
         self,
@@ -399,4 +402,6 @@ class Jobs(Resource):
         """
         from . import polling
 
-        return polling.watch(self, job_id, policy=policy, timeout=timeout)
+        return self._stepwise(
+            f"watch of job {job_id}", polling.watch(self, job_id, policy=policy, timeout=timeout)
+        )
