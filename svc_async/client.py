@@ -16,7 +16,7 @@ import random
 import sys
 import traceback
 import warnings
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack
 
@@ -620,6 +620,10 @@ class Client:
         """Work of several calls (a wait, a bulk fetch) tracked whole: the ``Owner`` side
         of ``Resource._operation`` (see ``Tracker.operation``)."""
         return self._shared.tracker.operation(what, number)
+
+    def _stepwise(self, what: str, steps: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
+        """Work yielded as it goes, tracked whole: see ``Tracker.stepwise``."""
+        return self._shared.tracker.stepwise(what, steps)
 
     async def _tracked(self, work: Awaitable[T], what: str) -> T:
         """Await ``work`` as a task of this client: ``aclose()`` ends it with ClientClosedError.

@@ -32,7 +32,7 @@ import logging
 import os
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 import attrs
 import orjson
@@ -93,6 +93,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 Decoder = Callable[[Response], Any]
 """Turn a complete 2xx ``Response`` into data (raise ``ResponseDecodeError`` if it can't)."""
@@ -229,7 +231,7 @@ class Tracker:
     system call on Python 3.11, on every call.
     """
 
-    __slots__ = ("_closer", "_idle", "_since", "active", "closed", "loop")
+    __slots__ = ("_closer", "_idle", "_since", "_streams", "active", "closed", "loop")
 
     def __init__(self) -> None:
         self.active: dict[asyncio.Task[Any], int] = {}
@@ -241,6 +243,8 @@ class Tracker:
         """While draining: work begun in an operation numbered up to this goes on."""
         self._closer: asyncio.Task[Any] | None = None
         """While draining: the task that drains (its own calls do not hold it up)."""
+        self._streams = 0
+        """Streams of work begun and not yet ended (``stepwise``): a drain waits for them."""
 
     def enter(self, task: asyncio.Task[Any] | None) -> None:
         """Count ``task`` as running one more call."""
@@ -297,6 +301,28 @@ class Tracker:
         finally:
             _OPERATION.reset(token)
 
+    async def stepwise(self, what: str, steps: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
+        """``steps`` (a bulk fetch, a watch: work yielded as it goes), each step run as
+        part of one ``operation``; a draining close waits for the whole stream to end."""
+        number = 0
+        try:
+            while True:
+                with self.operation(what, number) as step:
+                    if not number:
+                        self._streams += 1  # counted from the first step that was let in
+                    number = step
+                    try:
+                        item = await anext(steps)
+                    except StopAsyncIteration:
+                        return
+                yield item
+        finally:
+            if number:
+                self._streams -= 1
+                if self._idle is not None:
+                    self._settle()
+            await steps.aclose()
+
     async def drain(self, clock: Clock, grace: float) -> None:
         """Wait up to ``grace`` seconds (on ``clock``) for the tracked work to end, the
         client closed meanwhile to all but that work."""
@@ -311,7 +337,9 @@ class Tracker:
 
     def _settle(self) -> None:
         idle, closer = self._idle, self._closer
-        if idle is not None and not idle.done() and all(t is closer for t in self.active):
+        if idle is None or idle.done() or self._streams:
+            return
+        if all(t is closer for t in self.active):
             idle.set_result(None)
 
 

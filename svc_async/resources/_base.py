@@ -142,6 +142,9 @@ class Owner(Protocol):
         """``Tracker.operation`` of the client's calls: work of several calls, tracked
         whole (a close's grace lets it finish)."""
 
+    def _stepwise(self, what: str, steps: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
+        """``Tracker.stepwise`` of the client's calls."""
+
 
 class Resource:
     """Base of the sub-clients; sends through the ``send`` callable its client gives it."""
@@ -162,16 +165,6 @@ class Resource:
         """Work of several calls (a wait), tracked whole by the client."""
         return self._owner._operation(what)
 
-    async def _stepwise(self, what: str, steps: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
-        """``steps`` (a bulk fetch, a watch), each step tracked as part of one operation."""
-        number = 0
-        try:
-            while True:
-                with self._owner._operation(what, number) as number:
-                    try:
-                        item = await anext(steps)
-                    except StopAsyncIteration:
-                        return
-                yield item
-        finally:
-            await steps.aclose()
+    def _stepwise(self, what: str, steps: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
+        """``steps`` (a bulk fetch, a watch), tracked by the client as one operation."""
+        return self._owner._stepwise(what, steps)
