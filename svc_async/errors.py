@@ -72,9 +72,13 @@ class SvcError(Exception):
         again (it would build an ``APIError``'s message a second time, and wants the
         keyword-only fields such as ``tag``).
 
-        Made portable and safe on the way: ``headers`` become a plain dict; a ``request``
-        becomes a redacted copy (method, URL without user info or query values, headers
-        with credentials hidden; no body, no timeout); a ``job`` keeps every field but the
+        Made portable and safe on the way: ``headers`` become a plain ``dict`` of ``str``
+        (a repeated header joined with ", ") with the values of credential headers
+        (``Set-Cookie``...) and the query values of a ``Location`` hidden; a ``request``
+        becomes a redacted copy (method, URL without user info or query values, and of its
+        headers only the plain ones in clear, ``User-Agent``, ``Accept``, ``X-Request-Id``
+        and the like: any other value, such as a ``HeaderAuth`` credential under a name of
+        your choice, is hidden; no body, no timeout); a ``job`` keeps every field but the
         query values of its links (signed URLs); a cause travels when it is an
         ``SvcError`` (made safe the same way), any other cause is dropped.
         """
@@ -351,6 +355,7 @@ class WebhookPayloadError(SvcError, ValueError):
 def _restored(cls: type[SvcError], args: tuple[Any, ...], fields: dict[str, Any]) -> SvcError:
     """An unpickled error: ``args`` as they were, then each field set as it was."""
     error = cls.__new__(cls, *args)
+    error.args = args  # an OSError subclass with an __init__ (TimeoutError) leaves them out
     for name, value in fields.items():
         setattr(error, name, value.rebuild() if isinstance(value, _Rebuild) else value)
     return error
@@ -368,13 +373,34 @@ class _Rebuild:
         return self.factory(*self.args)
 
 
+_SECRET_HEADER_WORDS = ("auth", "cookie", "key", "password", "secret", "signature", "token")
+"""A response header whose name holds one of these carries a credential (``redact.py``'s
+rule, which this module cannot import)."""
+
+_LINK_HEADERS = frozenset({"location", "content-location"})
+"""Response headers holding a URL: a redirect to a signed link carries its signature."""
+
+_PLAIN_REQUEST_HEADERS = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "content-length",
+        "content-type",
+        "range",
+        "traceparent",
+        "tracestate",
+        "user-agent",
+        "x-request-id",
+    }
+)
+"""The request headers whose values travel in clear: those the SDK itself sends. Any
+other may be a credential under a name of the caller's choice (``HeaderAuth``)."""
+
+
 def _portable(name: str, value: Any) -> Any:
     """``value`` of the field ``name`` as it may be pickled: plain and without secrets."""
-    if name == "headers" and isinstance(value, Mapping) and type(value) is not dict:
-        plain: dict[str, str] = {}
-        for key, item in value.items():  # a repeated header joins, as HTTP combines it
-            plain[key] = f"{plain[key]}, {item}" if key in plain else item
-        return plain
+    if name == "headers" and isinstance(value, Mapping):
+        return _plain_headers(value)
     if name == "request" and value is not None:
         return _redacted_request(value)
     if name == "job":
@@ -382,15 +408,34 @@ def _portable(name: str, value: Any) -> Any:
     return value
 
 
+def _plain_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """Response ``headers`` as a dict of str (a repeated header joined, as HTTP combines
+    it), credentials and the query values of a link hidden."""
+    plain: dict[str, str] = {}
+    for key, item in headers.items():
+        name, lowered = str(key), str(key).lower()
+        if any(word in lowered for word in _SECRET_HEADER_WORDS):
+            item = _REDACTED
+        elif lowered in _LINK_HEADERS and "?" in item:
+            item = _redacted_link(item)
+        plain[name] = f"{plain[name]}, {item}" if name in plain else str(item)
+    return plain
+
+
 def _redacted_request(request: Any) -> _Rebuild | None:
     """The transport ``Request`` as its own redacted view (``describe()``) rebuilds it,
-    without its body; anything that cannot describe itself is dropped."""
+    without its body, and of its headers only the plain ones in clear; anything that
+    cannot describe itself is dropped."""
     describe = getattr(request, "describe", None)
     if not callable(describe):
         return None
     view = describe()
     url = yarl.URL(view["url"], encoded=True)
-    return _Rebuild(type(request), (view["method"], url, view["headers"]))
+    headers = {
+        str(key): str(item) if str(key).lower() in _PLAIN_REQUEST_HEADERS else _REDACTED
+        for key, item in view["headers"].items()
+    }
+    return _Rebuild(type(request), (view["method"], url, headers))
 
 
 def _without_link_secrets(value: Any) -> Any:
@@ -414,10 +459,12 @@ def _redacted_link(text: str) -> str:
     """``text`` (a URL) with every query value and any user info hidden, names kept."""
     try:
         url = yarl.URL(text)
+        if url.absolute:
+            url = url.with_user(None)
     except (TypeError, ValueError):
         return _REDACTED
     query = "&".join(f"{name}={_REDACTED}" for name in url.query)
-    return str(url.with_user(None).with_query(None)) + "?" + query
+    return str(url.with_query(None)) + "?" + query
 
 
 class PacingExceedsDeadline(Exception):

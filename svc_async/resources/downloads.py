@@ -193,6 +193,7 @@ class _Sink:
 
 def _expired(exc: PermissionDeniedError, url: yarl.URL) -> SignedURLExpired:
     error = SignedURLExpired(exc.status, headers=exc.headers, body=exc.body, url=redact_url(url))
+    error.request_id = exc.request_id  # the hop's, for a support ticket
     error.args = (
         f"HTTP 403 from {url.host}: the signed link has probably expired;"
         " read the resource again (e.g. jobs.get or entries.for_event) for a fresh link",
