@@ -187,7 +187,11 @@ class Jobs(Resource):
                     return await self._settle(tag, data.failure, data.deadline)
         except asyncio.CancelledError:
             if tag is not None:
-                logger.warning("job create cancelled; it may exist: search for tag %s", tag)
+                logger.warning(
+                    "job create cancelled; it may exist: search for tag %s",
+                    tag,
+                    extra={"operation": "jobs.create", "method": "POST"},
+                )
             raise
         return structure(data, VerificationJob)
 
@@ -211,6 +215,12 @@ class Jobs(Resource):
             "job create ended ambiguous after %s: search for tag %s later",
             type(failure).__name__,
             tag,
+            extra={
+                "operation": "jobs.create",
+                "method": "POST",
+                "request_id": failure.request_id,
+                "reason": type(failure).__name__,
+            },
         )
         raise AmbiguousCreateError(
             f"could not tell whether the job was created ({failure}); no job with"
@@ -226,7 +236,17 @@ class Jobs(Resource):
                 tags=[tag], limit=10, timeout="default" if timeout is None else max(0.05, timeout)
             )
         except SvcError as exc:
-            logger.info("search for creation tag failed: %s", type(exc).__name__)
+            logger.info(
+                "search for creation tag failed: %s",
+                type(exc).__name__,
+                extra={
+                    "operation": "jobs.search",
+                    "method": "POST",
+                    "request_id": exc.request_id,
+                    "status": getattr(exc, "status", None),
+                    "reason": type(exc).__name__,
+                },
+            )
             return None
         if not page.jobs:
             return None
