@@ -58,6 +58,29 @@ def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return {k: (REDACTED if is_sensitive_header(k) else v) for k, v in headers.items()}
 
 
+SDK_REQUEST_HEADERS = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "content-length",
+        "content-type",
+        "range",
+        "traceparent",
+        "tracestate",
+        "user-agent",
+        "x-request-id",
+    }
+)
+"""The request headers the SDK itself sends with values that are never credentials."""
+
+
+def redact_request_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """Copy a request's ``headers`` with every value hidden but those of
+    ``SDK_REQUEST_HEADERS``: any other may hold a credential under a name of the
+    caller's choice (``HeaderAuth("X-Tenant", ...)``, ``extra_headers``)."""
+    return {k: (v if k.lower() in SDK_REQUEST_HEADERS else REDACTED) for k, v in headers.items()}
+
+
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """Hide URLs' query values, bearer tokens, JSON-ish secret fields and known secrets."""
     for secret in secrets:

@@ -12,6 +12,7 @@ from svc_async import (
     ApiKeyAuth,
     Client,
     ConnectionLostError,
+    HeaderAuth,
     MockTransport,
     Request,
     Response,
@@ -96,3 +97,18 @@ def test_redaction_helpers() -> None:
     assert "r-1" not in text
     assert "SIGNATURE-abc" not in text
     assert redact_text("secret KEY-SECRET-123 here", ["KEY-SECRET-123"]) == "secret [REDACTED] here"
+
+
+async def test_a_credential_under_a_name_of_its_own_is_hidden_when_described() -> None:
+    """``HeaderAuth`` and ``extra_headers`` may carry a credential under any name: a
+    request described for a log shows only the SDK's own headers in clear."""
+    transport = MockTransport(_handler())
+    auth = HeaderAuth("X-Tenant", "TENANT-SECRET-9")
+    async with Client("https://api.example", auth=auth, transport=transport) as svc:
+        await svc.jobs.get(4, extra_headers={"X-Partner": "PARTNER-SECRET-7"})
+    (request,) = transport.requests
+    shown = request.describe()
+    assert "TENANT-SECRET-9" not in str(shown) and "PARTNER-SECRET-7" not in str(shown)
+    assert shown["headers"]["X-Tenant"] == "[REDACTED]"
+    assert shown["headers"]["User-Agent"].startswith("svc-async")  # the SDK's own stay
+    assert request.headers["X-Tenant"] == "TENANT-SECRET-9"  # what is sent is untouched

@@ -33,7 +33,7 @@ from ..errors import (
     ResponseTooLargeError,
     TransportError,
 )
-from ..redact import redact_headers, redact_text, redact_url
+from ..redact import redact_request_headers, redact_text, redact_url
 from ..types import Timeout as Timeout  # re-exported: the type of Request.timeout
 
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
@@ -72,7 +72,7 @@ class Request:
         return {
             "method": self.method,
             "url": redact_url(self.url),
-            "headers": redact_headers(self.headers),
+            "headers": redact_request_headers(self.headers),
         }
 
 
