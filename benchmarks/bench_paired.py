@@ -15,13 +15,13 @@ On a loaded box a round's ratio still moves by several percent (the calibration 
 shows how much), so the median needs its rounds: 60 for small calls.
 
 Pairs, each against ``aiohttp+structure`` (raw aiohttp + orjson + the SDK's ``structure``:
-the typed ceiling), target >= 0.9 on the median:
+the typed ceiling), with the floor on the median each must reach (``floor``):
 
 * small ``jobs.get`` (one VerificationJob) at concurrency 32: ``sdk`` (``rate_limit=False``)
-  and ``sdk+pacing`` (the default client, pacing on);
+  at >= 0.85 and ``sdk+pacing`` (the default client, pacing on) at >= 0.80;
 * big answers, 461 entries (2.1 MB, ``entries.for_event``) and 1,000 entries (4.5 MB,
   ``entries.for_season``), at concurrency 4 and 32: ``sdk`` (``structure`` into
-  ``list[Entry]`` for the ceiling).
+  ``list[Entry]`` for the ceiling) at >= 0.9.
 
 A calibration pair runs the small ceiling against itself: its spread is the method's noise.
 
@@ -40,7 +40,16 @@ from typing import Any
 import _harness as h
 import bench_throughput as bt
 
-TARGET = 0.9
+SMALL_FLOORS = {"sdk": 0.85, "sdk+pacing": 0.80}
+"""The floors of small answers: the SDK's own cost per call shows most there."""
+BIG_FLOOR = 0.9
+
+
+def floor(label: str, candidate: str) -> float:
+    """The median ratio ``candidate`` must reach on ``label``'s answers."""
+    return SMALL_FLOORS.get(candidate, BIG_FLOOR) if label == SMALL else BIG_FLOOR
+
+
 CEILING = "aiohttp+structure"
 SMALL = "small"
 PAIRS = (  # (body, candidate, concurrency); body: "small" or a key of bt.CANNED_ENTRIES
@@ -144,7 +153,8 @@ def summarise(
     if calibration:
         figure = h.figure(f"{label}: {CEILING} / itself, paired (the method's noise)", median)
     else:
-        figure = h.figure(name, median, target=f">= {TARGET}", met=median >= TARGET)
+        least = floor(label, candidate)
+        figure = h.figure(name, median, target=f">= {least}", met=median >= least)
     figure.update(rounds=len(samples), **spread, cpu_ratio=row["cpu_ratio_median"])
     return row, figure
 

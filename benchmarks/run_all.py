@@ -3,9 +3,8 @@
 Each script runs in a subprocess (so imports, memory and event loops never interfere)
 and writes ``benchmarks/results/<name>.json`` (``bench_decode.py`` -> ``decode.json``).
 This collects them, prints one summary table and writes ``results/summary.json``.
-Exits non-zero when a script fails or writes no fresh result, or when the instruction
-guard fails (``bench_instructions.py`` exits 3: an SDK candidate costs more than 2% over
-``baseline/instructions.json``); a missed target is reported, not a failure.
+Exits non-zero when a script fails or writes no fresh result; a missed target, and the
+instruction trend against ``baseline/instructions.json``, are reported, not failures.
 
     python benchmarks/run_all.py [--quick] [--only NAME ...]
 
@@ -28,8 +27,6 @@ import _harness as h
 
 HERE = Path(__file__).resolve().parent
 SCRIPT_TIMEOUT = 900.0
-GUARD_FAILED = 3
-"""``bench_instructions.py``'s exit status when a candidate costs more than the baseline allows."""
 
 
 def scripts() -> list[Path]:
@@ -69,8 +66,6 @@ def run(script: Path, quick: bool) -> dict[str, Any]:
     try:
         proc = subprocess.run([sys.executable, str(script)], env=env, timeout=SCRIPT_TIMEOUT)
         status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
-        if proc.returncode == GUARD_FAILED and name == "instructions":
-            status = "GUARD FAILED (instructions per call over the baseline)"
     except subprocess.TimeoutExpired:
         status = f"timeout after {SCRIPT_TIMEOUT:.0f} s"
     elapsed = time.time() - started
