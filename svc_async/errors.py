@@ -54,7 +54,7 @@ import attrs
 import orjson
 import yarl
 
-_REDACTED = "[REDACTED]"
+from .redact import REDACTED, is_sensitive_header, redact_url
 
 
 class SvcError(Exception):
@@ -373,30 +373,6 @@ class _Rebuild:
         return self.factory(*self.args)
 
 
-_SECRET_HEADER_WORDS = ("auth", "cookie", "key", "password", "secret", "signature", "token")
-"""A response header whose name holds one of these carries a credential (``redact.py``'s
-rule, which this module cannot import)."""
-
-_LINK_HEADERS = frozenset({"location", "content-location"})
-"""Response headers holding a URL: a redirect to a signed link carries its signature."""
-
-_PLAIN_REQUEST_HEADERS = frozenset(
-    {
-        "accept",
-        "accept-encoding",
-        "content-length",
-        "content-type",
-        "range",
-        "traceparent",
-        "tracestate",
-        "user-agent",
-        "x-request-id",
-    }
-)
-"""The request headers whose values travel in clear: those the SDK itself sends. Any
-other may be a credential under a name of the caller's choice (``HeaderAuth``)."""
-
-
 def _portable(name: str, value: Any) -> Any:
     """``value`` of the field ``name`` as it may be pickled: plain and without secrets."""
     if name == "headers" and isinstance(value, Mapping):
@@ -408,16 +384,20 @@ def _portable(name: str, value: Any) -> Any:
     return value
 
 
+_LINK_HEADERS = frozenset({"location", "content-location"})
+"""Response headers holding a URL: a redirect to a signed link carries its signature."""
+
+
 def _plain_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """Response ``headers`` as a dict of str (a repeated header joined, as HTTP combines
     it), credentials and the query values of a link hidden."""
     plain: dict[str, str] = {}
     for key, item in headers.items():
-        name, lowered = str(key), str(key).lower()
-        if any(word in lowered for word in _SECRET_HEADER_WORDS):
-            item = _REDACTED
-        elif lowered in _LINK_HEADERS and "?" in item:
-            item = _redacted_link(item)
+        name = str(key)
+        if is_sensitive_header(name):
+            item = REDACTED
+        elif name.lower() in _LINK_HEADERS and "?" in item:
+            item = redact_url(item)
         plain[name] = f"{plain[name]}, {item}" if name in plain else str(item)
     return plain
 
@@ -431,10 +411,7 @@ def _redacted_request(request: Any) -> _Rebuild | None:
         return None
     view = describe()
     url = yarl.URL(view["url"], encoded=True)
-    headers = {
-        str(key): str(item) if str(key).lower() in _PLAIN_REQUEST_HEADERS else _REDACTED
-        for key, item in view["headers"].items()
-    }
+    headers = {str(key): str(item) for key, item in view["headers"].items()}
     return _Rebuild(type(request), (view["method"], url, headers))
 
 
@@ -442,7 +419,7 @@ def _without_link_secrets(value: Any) -> Any:
     """A copy of a model (a job and what it holds) whose URLs keep no query values: a
     job's links to files are signed, and their signature is a credential."""
     if isinstance(value, str):
-        return _redacted_link(value) if "?" in value and "://" in value else value
+        return redact_url(value) if "?" in value and "://" in value else value
     if isinstance(value, list):
         return [_without_link_secrets(item) for item in value]
     if attrs.has(type(value)):
@@ -453,18 +430,6 @@ def _without_link_secrets(value: Any) -> Any:
                 changes[field.alias] = _without_link_secrets(item)
         return attrs.evolve(value, **changes)
     return value
-
-
-def _redacted_link(text: str) -> str:
-    """``text`` (a URL) with every query value and any user info hidden, names kept."""
-    try:
-        url = yarl.URL(text)
-        if url.absolute:
-            url = url.with_user(None)
-    except (TypeError, ValueError):
-        return _REDACTED
-    query = "&".join(f"{name}={_REDACTED}" for name in url.query)
-    return str(url.with_query(None)) + "?" + query
 
 
 class PacingExceedsDeadline(Exception):

@@ -18,7 +18,7 @@ REDACTED = "[REDACTED]"
 _SENSITIVE_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"}
 )
-_SENSITIVE_HEADER_PARTS = ("token", "secret", "key", "auth", "signature", "password")
+_SENSITIVE_HEADER_PARTS = ("token", "secret", "key", "auth", "signature", "password", "cookie")
 # A URL ends before trailing punctuation ("to http://host:9: refused", "(see https://x)").
 _URL_RE = re.compile(r"(?i)\b(https?://[^\s'\"<>]+?)(?=[.,:;)\]]*(?:[\s'\"<>]|$))")
 _BEARER_RE = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+")
