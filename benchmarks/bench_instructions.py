@@ -14,8 +14,10 @@ Candidates (``CASES``), small ``jobs.get`` (one VerificationJob) at concurrency 
 ``aiohttp+structure`` (the same + the SDK's ``structure``: the typed ceiling), ``sdk``
 (``rate_limit=False``), ``sdk+pacing`` (the default client, pacing on) and ``sdk+metrics``
 (the same with ``metrics=`` an OpenTelemetry SDK ``MeterProvider`` with a reader: its
-cost is the figure ``metrics on / off``, ``sdk+metrics`` over ``sdk+pacing``, at most
-``METRICS_COST`` more); and the big
+cost is the figure ``metrics on / off``, ``sdk+metrics`` over ``sdk+pacing``, the
+target at most ``METRICS_COST`` more) and ``sdk+metrics[api]`` (``metrics=True`` with
+no SDK configured: the API's no-op meters, so the SDK's own cost without the
+OpenTelemetry SDK's recording); and the big
 answer ``entries.for_event`` of 461 entries (2.1 MB) at concurrency 4, for its typed
 ceiling (``structure`` into ``list[Entry]``) and ``sdk``. Figures, for each SDK candidate:
 its ceiling's instructions / its own (1.0 = the ceiling, the same direction as the
@@ -80,7 +82,14 @@ BIG = "461 entries"
 BIG_CALLS = 8
 BIG_WARMUP = 4
 REFERENCE = "aiohttp"
-CANDIDATES = ("aiohttp", "aiohttp+structure", "sdk", "sdk+pacing", "sdk+metrics")
+CANDIDATES = (
+    "aiohttp",
+    "aiohttp+structure",
+    "sdk",
+    "sdk+pacing",
+    "sdk+metrics",
+    "sdk+metrics[api]",
+)
 METRICS_COST = 0.05
 """``Client(metrics=...)`` may cost at most this much more per small call (the issue's 5%)."""
 ENV_PACKAGES = ("aiohttp", "multidict", "yarl", "propcache", "orjson", "attrs", "cattrs")
@@ -359,16 +368,17 @@ def figures(per_call: dict[str, float]) -> list[dict[str, Any]]:
                 unit="k",
             ),
         ]
-    if "sdk+metrics" in per_call and "sdk+pacing" in per_call:
-        ratio = per_call["sdk+metrics"] / per_call["sdk+pacing"]
-        summary.append(
-            h.figure(
-                "small c=32: metrics on / off (sdk+metrics / sdk+pacing), instructions per call",
-                ratio,
-                target=f"<= {1 + METRICS_COST}",
-                met=ratio <= 1 + METRICS_COST,
+    for name in ("sdk+metrics", "sdk+metrics[api]"):
+        if name in per_call and "sdk+pacing" in per_call:
+            ratio = per_call[name] / per_call["sdk+pacing"]
+            summary.append(
+                h.figure(
+                    f"small c=32: metrics on / off ({name} / sdk+pacing), instructions per call",
+                    ratio,
+                    target=f"<= {1 + METRICS_COST}",
+                    met=ratio <= 1 + METRICS_COST,
+                )
             )
-        )
     return summary
 
 

@@ -212,6 +212,10 @@ class Clients:
         self.metered = await Client(
             self.base, token=TOKEN, rate_limit=True, metrics=_meter_provider()
         ).__aenter__()
+        # metrics=True with no SDK configured: the API's no-op meters, the SDK's own cost
+        self.metered_api = await Client(
+            self.base, token=TOKEN, rate_limit=True, metrics=True
+        ).__aenter__()
         on_httpx = HttpxTransport(trust_env=False)
         self.sdk_httpx = await Client(
             self.base, token=TOKEN, rate_limit=False, transport=on_httpx
@@ -225,6 +229,7 @@ class Clients:
         await self.sdk.aclose()
         await self.paced.aclose()
         await self.metered.aclose()
+        await self.metered_api.aclose()
         await self.sdk_httpx.aclose()
         await self.session.close()
         await self.httpx.aclose()
@@ -250,6 +255,7 @@ class Clients:
             "sdk": lambda: self.sdk.jobs.get(4),
             "sdk+pacing": lambda: self.paced.jobs.get(PACED_JOB),
             "sdk+metrics": lambda: self.metered.jobs.get(PACED_JOB),
+            "sdk+metrics[api]": lambda: self.metered_api.jobs.get(PACED_JOB),
             "sdk[httpx]": lambda: self.sdk_httpx.jobs.get(4),
             "httpx": via_httpx,
         }

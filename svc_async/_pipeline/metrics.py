@@ -109,13 +109,18 @@ class Metrics:
         ]
 
     def attempt_attributes(
-        self, base: dict[str, Any], method: str, server: str, status: int | None, error: str | None
+        self, call: Call, status: int | None, error: str | None
     ) -> dict[str, Any]:
-        """The attributes of an attempt, made once for each combination (never changed)."""
-        key = (base["svc_async.operation"], method, server, status, error)
+        """The attributes of an attempt of ``call``, made once for each operation, method,
+        server, status and error type (never changed: the SDK only reads them)."""
+        key = (call.operation, call.method, call.url.host, status, error)
         found = self._attempts.get(key)
         if found is None:
-            found = {**base, "http.request.method": method, "server.address": server}
+            found = {
+                **_base_attributes(call.operation or "request"),
+                "http.request.method": call.method,
+                "server.address": call.url.host or "",
+            }
             if status is not None:
                 found["http.response.status_code"] = status
             if error is not None:
@@ -157,44 +162,48 @@ _MAX_ATTRIBUTE_SETS = 1024
 
 
 class _CallWatch:
-    """One call's figures: each attempt's duration, its 429, pacing holds and retries."""
+    """One call's figures: each attempt's duration, its 429, pacing holds and retries.
 
-    __slots__ = ("base", "clock", "method", "metrics", "sent", "server")
+    Nothing is worked out when a call starts: an attempt's attributes are looked up
+    once it ended, the pacing and retry ones only when the call was paced or retried.
+    """
 
-    def __init__(self, metrics: Metrics, clock: Clock, call: Call) -> None:
-        self.metrics = metrics
-        self.clock = clock
-        self.server = call.url.host or ""
-        self.method = call.method
-        self.base = _base_attributes(call.operation or "request")
+    __slots__ = ("call", "owner", "sent")
+
+    def __init__(self, owner: CallMetrics, call: Call) -> None:
+        self.owner = owner
+        self.call = call
         self.sent: float | None = None
 
+    @property
+    def base(self) -> dict[str, Any]:
+        return _base_attributes(self.call.operation or "request")
+
     def request(self, request: Request) -> None:
-        self.sent = self.clock.now()
+        self.sent = self.owner.clock.now()
 
     def attempt(self, number: int, response: Response | None, failure: SvcError | None) -> None:
-        metrics = self.metrics
+        metrics = self.owner.metrics
         status = None
         if response is not None:
             status = response.status
             remaining = response.headers.get("x-ratelimit-remaining")
             if remaining is not None and remaining.strip().isdigit():
-                metrics.left[self.server] = int(remaining)
+                metrics.left[self.call.url.host or ""] = int(remaining)
             if status == 429:
                 metrics.rate_limited.add(1, self.base)
-        error = None if failure is None else type(failure).__name__
         if self.sent is not None:
-            attributes = metrics.attempt_attributes(
-                self.base, self.method, self.server, status, error
-            )
-            metrics.request_duration.record(max(self.clock.now() - self.sent, 0.0), attributes)
+            error = None if failure is None else type(failure).__name__
+            attributes = metrics.attempt_attributes(self.call, status, error)
+            elapsed = self.owner.clock.now() - self.sent
+            metrics.request_duration.record(elapsed if elapsed > 0.0 else 0.0, attributes)
             self.sent = None
 
     def paced(self, seconds: float) -> None:
-        self.metrics.pacing.record(seconds, self.base)
+        self.owner.metrics.pacing.record(seconds, self.base)
 
     def retrying(self, attempt: int, wait: float, reason: str) -> None:
-        self.metrics.retries.add(1, {**self.base, "svc_async.retry.reason": reason})
+        self.owner.metrics.retries.add(1, {**self.base, "svc_async.retry.reason": reason})
 
     def end(self, error: BaseException | None) -> None:
         return None
@@ -216,7 +225,7 @@ class CallMetrics:
         self.clock = clock
 
     def start(self, call: Call, secrets: tuple[str, ...]) -> _CallWatch:
-        return _CallWatch(self.metrics, self.clock, call)
+        return _CallWatch(self, call)
 
 
 def metrics_for(setting: object) -> Metrics:
