@@ -405,3 +405,14 @@ async def test_a_fleet_receiver_counts_its_store_outage_and_its_deliveries(
         ("status", "received", "accepted"): 1,
         ("status", "run", None): 1,
     }
+
+
+def test_every_instrument_is_listed_in_the_logging_guide(provider: MeterProvider) -> None:
+    from pathlib import Path
+
+    from svc_async._pipeline.metrics import Metrics
+
+    page = (Path(__file__).parents[1] / "docs" / "guides" / "logging.md").read_text()
+    names = [v.name for v in vars(Metrics(provider)).values() if hasattr(v, "name")]
+    assert len(names) == 9
+    assert [name for name in names if f"| `{name}` |" not in page] == []

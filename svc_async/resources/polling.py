@@ -75,7 +75,11 @@ JobIds = Iterable[int]
 
 class JobsClient(Protocol):
     """What the pollers use of ``svc.jobs`` (the ``Jobs`` sub-client, known by this shape:
-    the sub-client imports the pollers, never the other way round)."""
+    the sub-client imports the pollers, never the other way round).
+
+    A ``metrics`` attribute, when there is one (the client's ``Metrics``, or None), is
+    where ``wait_for_job`` records each wait's duration and outcome.
+    """
 
     @property
     def clock(self) -> Clock:
