@@ -130,6 +130,34 @@ async def test_a_failed_attempt_records_its_error_type(
     assert "http.response.status_code" not in point.attributes
 
 
+def test_clients_and_receivers_of_one_provider_share_its_instruments(
+    provider: MeterProvider, reader: InMemoryMetricReader
+) -> None:
+    def handler(request: Request) -> Response:
+        left = "7" if request.url.host == "a.example" else "9"
+        return json_response([], headers={"x-ratelimit-remaining": left})
+
+    first = Client(
+        "https://a.example", token="t", transport=MockTransport(handler), metrics=provider
+    )
+    second = Client(
+        "https://b.example", token="t", transport=MockTransport(handler), metrics=provider
+    )
+    assert first.metrics is second.metrics is WebhookReceiver("s", metrics=provider).metrics
+
+    async def both() -> None:
+        async with first, second:
+            await first.orgs.list()
+            await second.orgs.list()
+
+    asyncio.run(both())
+    left = {
+        p.attributes["server.address"]: p.value
+        for p in _points(reader)["svc_async.client.rate_limit.remaining"]
+    }
+    assert left == {"a.example": 7, "b.example": 9}  # the gauge reads every client's
+
+
 def test_metrics_takes_a_meter_provider_or_true() -> None:
     with pytest.raises(TypeError, match="MeterProvider"):
         Client("https://a.example", token="t", metrics="yes")

@@ -21,6 +21,8 @@ imports this module.
 from __future__ import annotations
 
 import functools
+import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics as otel_metrics
@@ -158,7 +160,7 @@ class Metrics:
 
 
 _MAX_ATTRIBUTE_SETS = 1024
-"""Attempt attribute sets kept for reuse (operations x statuses stay far below)."""
+"""Attempt attribute sets kept for reuse (operations x servers x statuses stay below)."""
 
 
 class _CallWatch:
@@ -228,13 +230,30 @@ class CallMetrics:
         return _CallWatch(self, call)
 
 
+_SHARED: weakref.WeakKeyDictionary[object, Metrics] = weakref.WeakKeyDictionary()
+"""One ``Metrics`` per meter provider (``_GLOBAL``: the global one's), shared by every
+client and receiver given it: an instrument is made once per meter, and an observable
+gauge made twice keeps only its first callback."""
+
+
+class _Global:
+    """The key of the global provider's ``Metrics`` (weakly referenced, as providers are)."""
+
+
+_GLOBAL = _Global()
+_LOCK = threading.Lock()
+
+
 def metrics_for(setting: object) -> Metrics:
     """``Metrics`` for ``Client(metrics=...)``: True for the global provider, else the
-    ``MeterProvider`` given."""
-    if setting is True:
-        return Metrics()
-    if not isinstance(setting, otel_metrics.MeterProvider):
+    ``MeterProvider`` given; the same one for every client and receiver given it."""
+    if setting is not True and not isinstance(setting, otel_metrics.MeterProvider):
         raise TypeError(
             f"metrics must be True or an OpenTelemetry MeterProvider, not {type(setting).__name__}"
         )
-    return Metrics(setting)
+    key = _GLOBAL if setting is True else setting
+    with _LOCK:
+        found = _SHARED.get(key)
+        if found is None:
+            found = _SHARED[key] = Metrics(None if setting is True else setting)
+        return found
