@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics as otel_metrics
 from opentelemetry.metrics import Observation
 
 from .._version import __version__
-from ..clock import Clock
+from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import SvcError
 
 if TYPE_CHECKING:
@@ -99,7 +101,8 @@ class Metrics:
             unit="{outage}",
             description="Times the fleet store became unreachable and the fleet went local.",
         )
-        self._attempts: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self.attempts: dict[tuple[Any, ...], dict[str, Any]] = {}
+        """Attempt attributes by (operation, method, server, status, error type)."""
 
     def observer(self, clock: Clock) -> CallMetrics:
         """The pipeline observer recording each call's attempts on ``clock``'s time."""
@@ -116,7 +119,7 @@ class Metrics:
         """The attributes of an attempt of ``call``, made once for each operation, method,
         server, status and error type (never changed: the SDK only reads them)."""
         key = (call.operation, call.method, call.url.host, status, error)
-        found = self._attempts.get(key)
+        found = self.attempts.get(key)
         if found is None:
             found = {
                 **_base_attributes(call.operation or "request"),
@@ -127,8 +130,8 @@ class Metrics:
                 found["http.response.status_code"] = status
             if error is not None:
                 found["error.type"] = error
-            if len(self._attempts) < _MAX_ATTRIBUTE_SETS:
-                self._attempts[key] = found
+            if len(self.attempts) < _MAX_ATTRIBUTE_SETS:
+                self.attempts[key] = found
         return found
 
     def waited(self, seconds: float, outcome: str, detail: str | None = None) -> None:
@@ -182,22 +185,26 @@ class _CallWatch:
         return _base_attributes(self.call.operation or "request")
 
     def request(self, request: Request) -> None:
-        self.sent = self.owner.clock.now()
+        self.sent = self.owner.now()
 
     def attempt(self, number: int, response: Response | None, failure: SvcError | None) -> None:
         metrics = self.owner.metrics
+        call = self.call
+        host = call.url.host
         status = None
         if response is not None:
             status = response.status
             remaining = response.headers.get("x-ratelimit-remaining")
             if remaining is not None and remaining.strip().isdigit():
-                metrics.left[self.call.url.host or ""] = int(remaining)
+                metrics.left[host or ""] = int(remaining)
             if status == 429:
                 metrics.rate_limited.add(1, self.base)
         if self.sent is not None:
             error = None if failure is None else type(failure).__name__
-            attributes = metrics.attempt_attributes(self.call, status, error)
-            elapsed = self.owner.clock.now() - self.sent
+            attributes = metrics.attempts.get((call.operation, call.method, host, status, error))
+            if attributes is None:
+                attributes = metrics.attempt_attributes(call, status, error)
+            elapsed = self.owner.now() - self.sent
             metrics.request_duration.record(elapsed if elapsed > 0.0 else 0.0, attributes)
             self.sent = None
 
@@ -218,13 +225,19 @@ def _base_attributes(operation: str) -> dict[str, Any]:
 
 
 class CallMetrics:
-    """The pipeline observer of ``Client(metrics=...)``."""
+    """The pipeline observer of ``Client(metrics=...)``.
 
-    __slots__ = ("clock", "metrics")
+    An attempt's duration is read on ``clock``; on the system clock, whose time is the
+    event loop's (``time.monotonic()`` on asyncio's loops), straight from
+    ``time.monotonic()``: one call instead of six, on every attempt.
+    """
+
+    __slots__ = ("clock", "metrics", "now")
 
     def __init__(self, metrics: Metrics, clock: Clock) -> None:
         self.metrics = metrics
         self.clock = clock
+        self.now: Callable[[], float] = time.monotonic if clock is SYSTEM_CLOCK else clock.now
 
     def start(self, call: Call, secrets: tuple[str, ...]) -> _CallWatch:
         return _CallWatch(self, call)
