@@ -252,7 +252,7 @@ async def test_the_logging_page_shows_the_debug_line_it_documents(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     blocks = _python_blocks(LOGGING_PAGE.read_text())
-    assert len(blocks) == 2
+    assert len(blocks) == 4  # the debug line, tracing, then metrics and Prometheus
     logger = logging.getLogger("svc_async")
     level = logger.level
     try:
