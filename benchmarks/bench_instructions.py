@@ -12,7 +12,12 @@ hashes: two counts of the same code agree within about 0.5%.
 Candidates (``CASES``), small ``jobs.get`` (one VerificationJob) at concurrency 32:
 ``aiohttp`` (raw aiohttp + orjson, no SDK code: the machine's reference),
 ``aiohttp+structure`` (the same + the SDK's ``structure``: the typed ceiling), ``sdk``
-(``rate_limit=False``) and ``sdk+pacing`` (the default client, pacing on); and the big
+(``rate_limit=False``), ``sdk+pacing`` (the default client, pacing on) and ``sdk+metrics``
+(the same with ``metrics=`` an OpenTelemetry SDK ``MeterProvider`` with a reader: its
+cost is the figure ``metrics on / off``, ``sdk+metrics`` over ``sdk+pacing``, the
+target at most ``METRICS_COST`` more) and ``sdk+metrics[api]`` (``metrics=True`` with
+no SDK configured: the API's no-op meters, so the SDK's own cost without the
+OpenTelemetry SDK's recording); and the big
 answer ``entries.for_event`` of 461 entries (2.1 MB) at concurrency 4, for its typed
 ceiling (``structure`` into ``list[Entry]``) and ``sdk``. Figures, for each SDK candidate:
 its ceiling's instructions / its own (1.0 = the ceiling, the same direction as the
@@ -39,7 +44,11 @@ spread.
 Needs ``valgrind`` (and its ``vgdb``); without it, or with ``--quick``, it records why it
 did not run and prints no trend.
 
+``--only NAME`` (repeatable) counts only those candidates and guards nothing: a quick
+look at one figure, such as ``--only sdk+pacing --only sdk+metrics``.
+
     python benchmarks/bench_instructions.py [--quick] [--update-baseline] [--repeat N]
+        [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -75,7 +84,16 @@ BIG = "461 entries"
 BIG_CALLS = 8
 BIG_WARMUP = 4
 REFERENCE = "aiohttp"
-CANDIDATES = ("aiohttp", "aiohttp+structure", "sdk", "sdk+pacing")
+CANDIDATES = (
+    "aiohttp",
+    "aiohttp+structure",
+    "sdk",
+    "sdk+pacing",
+    "sdk+metrics",
+    "sdk+metrics[api]",
+)
+METRICS_COST = 0.05
+"""``Client(metrics=...)`` may cost at most this much more per small call (the issue's 5%)."""
 ENV_PACKAGES = ("aiohttp", "multidict", "yarl", "propcache", "orjson", "attrs", "cattrs")
 """Versions that change the counts; with any of them different, ratios are trended."""
 
@@ -341,7 +359,7 @@ def figures(per_call: dict[str, float]) -> list[dict[str, Any]]:
     """Each SDK candidate against its ceiling."""
     summary: list[dict[str, Any]] = []
     for name, case in CASES.items():
-        if case.ceiling is None:
+        if case.ceiling is None or name not in per_call or case.ceiling not in per_call:
             continue
         ceiling = per_call[case.ceiling]
         label = "small c=32" if case.body == "small" else f"{case.body} c={case.concurrency}"
@@ -359,6 +377,17 @@ def figures(per_call: dict[str, float]) -> list[dict[str, Any]]:
                 unit="k",
             ),
         ]
+    for name in ("sdk+metrics", "sdk+metrics[api]"):
+        if name in per_call and "sdk+pacing" in per_call:
+            ratio = per_call[name] / per_call["sdk+pacing"]
+            summary.append(
+                h.figure(
+                    f"small c=32: metrics on / off ({name} / sdk+pacing), instructions per call",
+                    ratio,
+                    target=f"<= {1 + METRICS_COST}",
+                    met=ratio <= 1 + METRICS_COST,
+                )
+            )
     return summary
 
 
@@ -391,6 +420,20 @@ def measure(
     return counts, mode, why, rows
 
 
+def _only(names: list[str], repeat: int) -> int:
+    """Count ``names`` only and print their figures (nothing guarded, nothing written)."""
+    counts: dict[str, list[float]] = {name: [] for name in dict.fromkeys(names)}
+    with h.ServerProcess(bt.__file__, "--serve-canned") as base:
+        for _ in range(repeat):
+            for name in counts:
+                counts[name].append(count(name, base))
+                print(f"  {name}: {counts[name][-1]:,.0f} instructions per call", flush=True)
+    per_call = {name: statistics.mean(values) for name, values in counts.items()}
+    for row in figures(per_call):
+        print(f"{row}")
+    return 0
+
+
 def main() -> int:
     """Count every candidate, print each against the baseline; write results/instructions.json."""
     if sys.argv[1:2] == ["--client"]:
@@ -402,6 +445,9 @@ def main() -> int:
         "--update-baseline", action="store_true", help=f"rewrite {BASELINE.name} from this run"
     )
     parser.add_argument("--repeat", type=int, help="counts per candidate (default 1; 2 to update)")
+    parser.add_argument(
+        "--only", action="append", choices=list(CASES), help="count only these; guard nothing"
+    )
     args = parser.parse_args()
     missing = [tool for tool in ("valgrind", "vgdb") if shutil.which(tool) is None]
     reason = f"{' and '.join(missing)} not found" if missing else None
@@ -410,6 +456,8 @@ def main() -> int:
     if reason is not None:
         h.write_result("instructions", {"skipped": reason, "trend": "not run", "summary": []})
         return 0
+    if args.only:
+        return _only(args.only, args.repeat or 1)
     baseline = None
     if not args.update_baseline and BASELINE.exists():
         baseline = json.loads(BASELINE.read_text())

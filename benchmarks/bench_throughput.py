@@ -191,6 +191,15 @@ async def _serve_canned() -> None:
 Call = Callable[[], Awaitable[Any]]
 
 
+def _meter_provider() -> Any:
+    """An OpenTelemetry SDK meter provider with a reader that is never collected: what
+    ``Client(metrics=...)`` costs per call when a service exports its metrics."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    return MeterProvider(metric_readers=[InMemoryMetricReader()])
+
+
 class Clients:
     """The long-lived clients of every candidate, opened and closed together."""
 
@@ -200,6 +209,13 @@ class Clients:
     async def __aenter__(self) -> Clients:
         self.sdk = await Client(self.base, token=TOKEN, rate_limit=False).__aenter__()
         self.paced = await Client(self.base, token=TOKEN, rate_limit=True).__aenter__()
+        self.metered = await Client(
+            self.base, token=TOKEN, rate_limit=True, metrics=_meter_provider()
+        ).__aenter__()
+        # metrics=True with no SDK configured: the API's no-op meters, the SDK's own cost
+        self.metered_api = await Client(
+            self.base, token=TOKEN, rate_limit=True, metrics=True
+        ).__aenter__()
         on_httpx = HttpxTransport(trust_env=False)
         self.sdk_httpx = await Client(
             self.base, token=TOKEN, rate_limit=False, transport=on_httpx
@@ -212,6 +228,8 @@ class Clients:
     async def __aexit__(self, *exc: object) -> None:
         await self.sdk.aclose()
         await self.paced.aclose()
+        await self.metered.aclose()
+        await self.metered_api.aclose()
         await self.sdk_httpx.aclose()
         await self.session.close()
         await self.httpx.aclose()
@@ -236,6 +254,8 @@ class Clients:
             "aiohttp+structure": raw_typed,
             "sdk": lambda: self.sdk.jobs.get(4),
             "sdk+pacing": lambda: self.paced.jobs.get(PACED_JOB),
+            "sdk+metrics": lambda: self.metered.jobs.get(PACED_JOB),
+            "sdk+metrics[api]": lambda: self.metered_api.jobs.get(PACED_JOB),
             "sdk[httpx]": lambda: self.sdk_httpx.jobs.get(4),
             "httpx": via_httpx,
         }

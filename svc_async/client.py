@@ -248,10 +248,11 @@ class Client:
         pacer = _local_pacer(rate_limit, clock)
         fleet = fleet_url(fleet)
         _validate.account_name(account)
-        pacer, fleet_pacer = _with_fleet(fleet, pacer, self._base, auth, account, clock)
-        wake = webhooks if webhooks is not None else _fleet_wake(fleet, account, clock)
         self.metrics = _metrics(metrics)
         """The OpenTelemetry instruments of ``metrics=`` (None when off)."""
+        fleet_at = _FleetAt(fleet, account, clock, self.metrics)
+        pacer, fleet_pacer = _with_fleet(fleet_at, pacer, self._base, auth)
+        wake = webhooks if webhooks is not None else _fleet_wake(fleet_at)
         observers = _observers(tracing, event_hooks, self.metrics, clock)
         transport = _default_transport(transport, proxy, trust_env)
         whole, per = _split(timeout, attempt_timeout)
@@ -698,32 +699,42 @@ def _local_pacer(rate_limit: bool | Pacing, clock: Clock) -> Pacing | None:
     raise TypeError("rate_limit must be a bool or a Pacer")
 
 
+class _FleetAt:
+    """Where a client's fleet is and what its parts share: the URL (None: no fleet), the
+    account named, the clock and the client's metrics."""
+
+    __slots__ = ("account", "clock", "metrics", "url")
+
+    def __init__(
+        self, url: str | None, account: str | None, clock: Clock, metrics: Metrics | None
+    ) -> None:
+        self.url = url
+        self.account = account
+        self.clock = clock
+        self.metrics = metrics
+
+
 def _with_fleet(
-    fleet: str | None,
-    pacer: Pacing | None,
-    base: str,
-    auth: Auth,
-    account: str | None,
-    clock: Clock,
+    fleet: _FleetAt, pacer: Pacing | None, base: str, auth: Auth
 ) -> tuple[Pacing | None, Pacing | None]:
     """The pacer calls go through, and the fleet's the client closes (None: no fleet).
 
     With a fleet, a local ``Pacer`` becomes the fallback of the account's shared budget.
     """
-    if fleet is None or not isinstance(pacer, Pacer):
+    if fleet.url is None or not isinstance(pacer, Pacer):
         return pacer, None
-    shared = _fleet_pacer(fleet, pacer, base, auth, account, clock)
+    shared = _fleet_pacer(fleet, pacer, base, auth)
     return shared, shared
 
 
-def _fleet_wake(fleet: str | None, account: str | None, clock: Clock) -> WakeSource | None:
+def _fleet_wake(fleet: _FleetAt) -> WakeSource | None:
     """The wake-up source a client makes itself to wake ``jobs.wait`` on its account's
     deliveries, taken by any receiver of the fleet (None without a fleet or account)."""
-    if fleet is None or account is None:
+    if fleet.url is None or fleet.account is None:
         return None
     from .webhooks.wake import FleetWake
 
-    return FleetWake(fleet, account=account, clock=clock)
+    return FleetWake(fleet.url, account=fleet.account, clock=fleet.clock, metrics=fleet.metrics)
 
 
 def _default_headers(user_agent: str | None) -> dict[str, str]:
@@ -824,16 +835,15 @@ def _origin_of(frame: Any) -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-def _fleet_pacer(
-    url: str, pacer: Pacer, base: str, auth: Auth, account: str | None, clock: Clock
-) -> Pacing:
-    """The account's shared budget in the fleet at ``url``, with ``pacer`` for outages."""
+def _fleet_pacer(fleet: _FleetAt, pacer: Pacer, base: str, auth: Auth) -> Pacing:
+    """The account's shared budget in the fleet, with ``pacer`` for outages."""
     from .fleet.budget import FleetPacer
     from .fleet.keys import account_namespace
     from .fleet.store import Store, credential_identity
 
-    if account is not None:
-        namespace = account_namespace("account", account)
+    assert fleet.url is not None
+    if fleet.account is not None:
+        namespace = account_namespace("account", fleet.account)
     else:
         identity = credential_identity(auth)
         if identity is None:
@@ -843,7 +853,8 @@ def _fleet_pacer(
                 " secrets() or a key_id"
             )
         namespace = account_namespace(base, identity)
-    return FleetPacer(Store(url, clock=clock), namespace, pacer)
+    store = Store(fleet.url, clock=fleet.clock, metrics=fleet.metrics, role="budget")
+    return FleetPacer(store, namespace, pacer, fleet.metrics)
 
 
 def _hosts(base_url: str | yarl.URL | None, account_url: str | yarl.URL | None) -> tuple[str, str]:

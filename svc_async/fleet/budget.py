@@ -34,7 +34,7 @@ import functools
 import itertools
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -44,6 +44,9 @@ from ..models import RateLimit
 from ..retry import parse_retry_after
 from .keys import Keys
 from .store import Store
+
+if TYPE_CHECKING:  # only a client given metrics= imports OpenTelemetry
+    from .._pipeline.metrics import Metrics
 
 _LEASE = 3.0
 """Seconds a call counts as in flight unless its holder renews it (a crashed holder's)."""
@@ -191,10 +194,19 @@ class FleetPacer:
     """Pacing from the account's budget in Redis; the local ``Pacer`` when it is away.
 
     Satisfies ``svc_async._pipeline.ratelimit.Pacing``, so the pipeline uses it like the local one.
+    ``metrics`` counts each call admitted in ``svc_async.fleet.grants``: from the
+    ``shared`` budget, or ``local`` (the store away or too slow for the call).
     """
 
-    def __init__(self, store: Store, namespace: str, local: Pacer | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        namespace: str,
+        local: Pacer | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.store = store
+        self.metrics = metrics
         self.local = local or Pacer()
         keys = Keys(namespace)
         self._keys = (keys.budget, keys.leases)
@@ -217,7 +229,7 @@ class FleetPacer:
         if self.store.available:
             return False
         if self.local.admit(now):
-            self._push(_Grant("", None))
+            self._granted(_Grant("", None))
             return True
         return False
 
@@ -229,7 +241,7 @@ class FleetPacer:
         while True:
             if not self.store.available:
                 await self.local.acquire(deadline)
-                self._push(_Grant("", None))
+                self._granted(_Grant("", None))
                 return
             left = None if deadline is None else deadline - clock.now()
             grant_id = f"{self._prefix}:{next(self._ids)}"
@@ -241,12 +253,12 @@ class FleetPacer:
             )
             if answer is None:  # the store failed, or is too slow for this call
                 await self.local.acquire(deadline)
-                self._push(_Grant("", None))
+                self._granted(_Grant("", None))
                 return
             granted, wait_ms, window, for_answer, seen = (int(x) for x in answer)
             if granted:
                 self.local.count_sent()
-                self._push(_Grant(grant_id, window, seen))
+                self._granted(_Grant(grant_id, window, seen))
                 self._keep_alive()
                 return
             wait = wait_ms / 1000.0
@@ -291,6 +303,12 @@ class FleetPacer:
             if held:
                 renew = (int(_LEASE * 1000), *held)
                 await self.store.run(self._script(self._renew, renew, leases_only=True))
+
+    def _granted(self, grant: _Grant) -> None:
+        """Hold ``grant`` for the current task's call, and count it."""
+        self._push(grant)
+        if self.metrics is not None:
+            self.metrics.granted("local" if grant.window is None else "shared")
 
     def _push(self, grant: _Grant) -> None:
         self._grants.setdefault(asyncio.current_task(), []).append(grant)

@@ -22,13 +22,16 @@ import contextlib
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import MaxConnectionsError, RedisError
 
 from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
 from .connect import check_url, describe, redis_client
 from .keys import account_namespace
+
+if TYPE_CHECKING:  # only a client or receiver given metrics= imports OpenTelemetry
+    from .._pipeline.metrics import Metrics
 
 __all__ = ["DEFAULT_TIMEOUT", "Store", "account_namespace", "credential_identity"]
 
@@ -82,7 +85,12 @@ def credential_identity(auth: Any) -> str | None:
 
 
 class Store:
-    """A Redis client that degrades instead of failing (see the module docstring)."""
+    """A Redis client that degrades instead of failing (see the module docstring).
+
+    ``metrics`` (``Client(metrics=...)``, ``WebhookReceiver(metrics=...)``) counts each
+    outage in ``svc_async.fleet.store.outages``, its ``svc_async.fleet.role`` the
+    ``role`` given: ``budget``, ``wake`` or ``receiver``.
+    """
 
     def __init__(
         self,
@@ -91,6 +99,8 @@ class Store:
         timeout: float | None = None,
         retry_every: float = _RETRY_EVERY,
         clock: Clock | None = None,
+        metrics: Metrics | None = None,
+        role: str = "store",
     ) -> None:
         self.url = check_url(url)
         self.clock: Clock = clock or SYSTEM_CLOCK
@@ -104,6 +114,8 @@ class Store:
         self._epoch = 0
         """Recoveries so far: a command remembers the one it started in."""
         self.outages = 0
+        self.metrics = metrics
+        self.role = role
         self._late: set[asyncio.Task[Any]] = set()
         self._slots = asyncio.Semaphore(MAX_COMMANDS)
 
@@ -188,6 +200,8 @@ class Store:
         if self.up:
             self.up = False
             self.outages += 1
+            if self.metrics is not None:
+                self.metrics.outage(self.role)
             logger.warning(
                 "fleet store %s unavailable (%s); carrying on locally until it is back",
                 describe(self.url),

@@ -130,6 +130,11 @@ class Jobs(Resource):
         """The client's webhook receiver (None: polling only), for ``jobs.wait``."""
         return self._owner.webhooks
 
+    @property
+    def metrics(self) -> Any:
+        """The client's OpenTelemetry instruments (None: ``metrics=`` off), for ``jobs.wait``."""
+        return getattr(self._owner, "metrics", None)
+
     async def create(
         self,
         request: JobRequest,

@@ -21,8 +21,8 @@ import inspect
 import logging
 import math
 import random
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
-from typing import Protocol, TypeVar
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import attrs
 
@@ -48,6 +48,9 @@ from ..models import (
 from ..retry import jittered
 from ..webhooks.waiters import JobSubscription, WakeSource
 
+if TYPE_CHECKING:  # only a client given metrics= imports OpenTelemetry
+    from .._pipeline.metrics import Metrics
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -72,7 +75,11 @@ JobIds = Iterable[int]
 
 class JobsClient(Protocol):
     """What the pollers use of ``svc.jobs`` (the ``Jobs`` sub-client, known by this shape:
-    the sub-client imports the pollers, never the other way round)."""
+    the sub-client imports the pollers, never the other way round).
+
+    A ``metrics`` attribute, when there is one (the client's ``Metrics``, or None), is
+    where ``wait_for_job`` records each wait's duration and outcome.
+    """
 
     @property
     def clock(self) -> Clock:
@@ -193,6 +200,51 @@ def _limit(timeout: float | None, policy: PollPolicy) -> float | None:
 def _receiver(jobs: JobsClient) -> WakeSource | None:
     receiver = getattr(jobs, "webhooks", None)
     return receiver if isinstance(receiver, WakeSource) else None
+
+
+def _metrics(jobs: JobsClient) -> Metrics | None:
+    """The client's instruments (``Client(metrics=...)``), read as ``jobs.metrics``: a
+    jobs client without that attribute records nothing."""
+    return getattr(jobs, "metrics", None)
+
+
+@contextlib.contextmanager
+def _measured(jobs: JobsClient) -> Iterator[_Outcome]:
+    """Record one wait's duration and how it ended in ``svc_async.job.wait.duration``."""
+    metrics = _metrics(jobs)
+    outcome = _Outcome()
+    if metrics is None:
+        yield outcome
+        return
+    clock = jobs.clock
+    start = clock.now()
+    try:
+        yield outcome
+    except JobWaitTimeout:
+        outcome.ended("timeout")
+        raise
+    except asyncio.CancelledError:
+        outcome.ended("cancelled")
+        raise
+    except BaseException as exc:
+        outcome.ended("error", type(exc).__name__)
+        raise
+    finally:
+        metrics.waited(max(clock.now() - start, 0.0), outcome.outcome, outcome.detail)
+
+
+class _Outcome:
+    """How a measured wait ended: ``finished`` (``detail``: the job's status), ``timeout``,
+    ``cancelled`` or ``error`` (``detail``: the exception's type)."""
+
+    __slots__ = ("detail", "outcome")
+
+    def __init__(self) -> None:
+        self.outcome = "error"
+        self.detail: str | None = None
+
+    def ended(self, outcome: str, detail: str | None = None) -> None:
+        self.outcome, self.detail = outcome, detail
 
 
 _RESOLUTION = 1e-6
@@ -395,14 +447,16 @@ async def wait_for_job(
     if on_status is not None and not callable(on_status):
         raise TypeError("on_status must be callable")
     last: VerificationJob | None = None
-    async with contextlib.aclosing(_changes(jobs, job_id, chosen, limit, first)) as snapshots:
-        async for job in snapshots:
-            last = job
-            if on_status is not None:
-                result = on_status(job)
-                if inspect.isawaitable(result):
-                    await result
-    assert last is not None  # _changes only ends after yielding the finished job
+    with _measured(jobs) as outcome:
+        async with contextlib.aclosing(_changes(jobs, job_id, chosen, limit, first)) as snapshots:
+            async for job in snapshots:
+                last = job
+                if on_status is not None:
+                    result = on_status(job)
+                    if inspect.isawaitable(result):
+                        await result
+        assert last is not None  # _changes only ends after yielding the finished job
+        outcome.ended("finished", str(last.status))
     return last
 
 

@@ -16,7 +16,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -34,6 +34,9 @@ from .payloads import (
 )
 from .waiters import Waiters
 
+if TYPE_CHECKING:  # only a receiver given metrics= imports OpenTelemetry
+    from .._pipeline.metrics import Metrics
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -46,6 +49,7 @@ __all__ = [
     "MemoryLedger",
     "ReceiverStats",
     "delivery_key",
+    "kind_name",
 ]
 
 
@@ -91,16 +95,29 @@ class DeliveryJob:
     body: bytes = b""
 
 
+def kind_name(update: Delivery) -> str:
+    """A delivery's kind as metrics name it: ``status``, ``entry`` or ``output_file``."""
+    if isinstance(update, JobStatusUpdate):
+        return "status"
+    if isinstance(update, EntryUpdate):
+        return "entry"
+    return "output_file"
+
+
 class Callbacks:
     """The callbacks registered for each kind, and one run of a job through them.
 
     This is what a backend is given to run deliveries with: it never calls back into
-    the receiver.
+    the receiver. ``metrics`` (``WebhookReceiver(metrics=...)``) counts the deliveries
+    received, run and given up in ``svc_async.webhook.deliveries``.
     """
 
-    def __init__(self, stats: ReceiverStats, policy: RetryPolicy) -> None:
+    def __init__(
+        self, stats: ReceiverStats, policy: RetryPolicy, metrics: Metrics | None = None
+    ) -> None:
         self.stats = stats
         self.policy = policy
+        self.metrics = metrics
         self.status: list[StatusCallback] = []
         self.entry: list[EntryCallback] = []
         self.output: list[OutputFileCallback] = []
@@ -149,11 +166,21 @@ class Callbacks:
                 )
                 failed.append(callback)
         job.todo = failed
+        if not failed and self.metrics is not None:
+            self.metrics.delivery(kind_name(job.update), "run")
         return not failed
+
+    def received(self, update: Delivery | None, outcome: str) -> None:
+        """Count a delivery received (``update`` None: refused before it was parsed)."""
+        if self.metrics is not None:
+            kind = "unknown" if update is None else kind_name(update)
+            self.metrics.delivery(kind, "received", outcome)
 
     def given_up(self, job: DeliveryJob) -> None:
         """Count and log a job whose callbacks are given up."""
         self.stats.given_up += 1
+        if self.metrics is not None:
+            self.metrics.delivery(kind_name(job.update), "given_up")
         logger.error(
             "webhook delivery given up after %d attempt(s), %d callback(s) unfinished: %s",
             job.attempts,

@@ -59,7 +59,9 @@ from .waiters import JobSubscription, Waiters
 
 if TYPE_CHECKING:
     from aiohttp import web
+    from opentelemetry.metrics import MeterProvider
 
+    from .._pipeline.metrics import Metrics
     from .asgi import AsgiApp
     from .wsgi import WsgiApp
 
@@ -122,6 +124,20 @@ def _check_arguments(
     _validate.account_name(account)
 
 
+def _metrics(setting: object) -> Metrics | None:
+    """The instruments of ``WebhookReceiver(metrics=...)``: None when off (nothing of
+    OpenTelemetry imported), as ``Client(metrics=...)``."""
+    if setting is False or setting is None:
+        return None
+    try:
+        from .._pipeline.metrics import metrics_for
+    except ImportError as exc:
+        raise ImportError(
+            "WebhookReceiver(metrics=...) needs OpenTelemetry: pip install 'svc-async[otel]'"
+        ) from exc
+    return metrics_for(setting)
+
+
 class WebhookReceiver:
     """Receives the service's webhooks, in aiohttp (``routes``, ``app``) or through
     ``receive`` from any framework.
@@ -151,6 +167,11 @@ class WebhookReceiver:
     secret share its deliveries, through a rotation too; ``account`` (any name: the same
     one on every replica and on ``Client(account=...)``) puts all of them in the
     account's namespace instead, where a fleet client alone wakes on them.
+
+    ``metrics=True`` (the ``otel`` extra) counts the deliveries received, run and given
+    up (``svc_async.webhook.deliveries``) and, in a fleet, the store's outages, on the
+    global OpenTelemetry meter provider, or on the ``MeterProvider`` given, as
+    ``Client(metrics=...)`` does.
     """
 
     def __init__(
@@ -168,6 +189,7 @@ class WebhookReceiver:
         claim_after: float = 30.0,
         account: str | None = None,
         dedupe_window: float = 600.0,
+        metrics: bool | MeterProvider = False,
     ) -> None:
         self._secrets = Secrets(secret, secret_param)
         _check_arguments(
@@ -191,7 +213,9 @@ class WebhookReceiver:
         """Where the waits between callback attempts and the drain deadlines run."""
         self.stats = ReceiverStats()
         """Counters of what the receiver did."""
-        self._callbacks = Callbacks(self.stats, callback_retry)
+        self.metrics = _metrics(metrics)
+        """The OpenTelemetry instruments of ``metrics=`` (None when off)."""
+        self._callbacks = Callbacks(self.stats, callback_retry, self.metrics)
         self._waiters = Waiters()
         self._backend: Backend
         url = fleet_url(fleet)
@@ -212,6 +236,7 @@ class WebhookReceiver:
                 claim_after=claim_after,
                 dedupe_window=dedupe_window,
                 dedupe_size=dedupe_size,
+                metrics=self.metrics,
             )
         self._tasks: set[asyncio.Task[Any]] = set()  # dispatches still settling
         self._closed = False
@@ -331,6 +356,7 @@ class WebhookReceiver:
         if secret is None:
             return self._refused(UNAUTHORIZED, "wrong or missing secret")
         if self._closed:
+            self._callbacks.received(None, "closing")
             return CLOSING
         raw = await self._read(body, headers)
         if isinstance(raw, Answer):  # too large, too slow or cut short
@@ -361,6 +387,7 @@ class WebhookReceiver:
 
     def _refused(self, answer: Answer, reason: str) -> Answer:
         self.stats.rejected += 1
+        self._callbacks.received(None, "rejected")
         logger.warning("webhook refused: %s", reason)
         return answer
 
@@ -374,7 +401,7 @@ class WebhookReceiver:
         the background (``await accept(update)`` waits for the verdict).
         """
         if update.is_test:
-            return self._test_delivery()
+            return self._test_delivery(update)
         task = asyncio.get_running_loop().create_task(self.accept(update))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -390,20 +417,23 @@ class WebhookReceiver:
         """Claim and queue a delivery that came with the ``secret``-th secret."""
         update = inbound.update
         if update.is_test:
-            return self._test_delivery()
+            return self._test_delivery(update)
         key = self._backend.key(inbound, secret)
         if not await self._backend.claim(key):
             self.stats.duplicates += 1
+            self._callbacks.received(update, "duplicate")
             logger.debug("duplicate webhook delivery dropped: %s", describe(update))
             return False
         self.stats.dispatched += 1
+        self._callbacks.received(update, "accepted")
         if isinstance(update, JobStatusUpdate):
             self._backend.announce(update)
         await self._backend.submit(self._callbacks.job(key, update, inbound.body))
         return True
 
-    def _test_delivery(self) -> bool:
+    def _test_delivery(self, update: Delivery) -> bool:
         self.stats.tests += 1
+        self._callbacks.received(update, "test")
         logger.info("webhook test delivery received and ignored")
         return False
 

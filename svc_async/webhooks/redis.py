@@ -32,7 +32,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -46,6 +46,9 @@ from .delivery import Callbacks, DeliveryJob, LocalDispatcher
 from .payloads import Delivery, EntryUpdate, JobStatusUpdate, parse_delivery
 from .waiters import Waiters
 from .wake import JobWake
+
+if TYPE_CHECKING:  # only a receiver given metrics= imports OpenTelemetry
+    from .._pipeline.metrics import Metrics
 
 logger = logging.getLogger(__name__)
 
@@ -611,10 +614,11 @@ class RedisBackend:
         claim_after: float = 30.0,
         dedupe_window: float = DEDUPE_WINDOW,
         dedupe_size: int = 10_000,
+        metrics: Metrics | None = None,
     ) -> None:
         self.seals = [Seal(secret) for secret in secrets.values]
         self._scopes = [scope_for(account, secret) for secret in secrets.values or (b"",)]
-        self.store = Store(url, clock=clock)
+        self.store = Store(url, clock=clock, metrics=metrics, role="receiver")
         self.ledger = FleetLedger(self.store, window=dedupe_window, size=dedupe_size)
         self.dispatcher = FleetDispatcher(
             self.store,

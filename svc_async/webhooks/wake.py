@@ -18,7 +18,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
@@ -28,6 +28,9 @@ from ..fleet.keys import Keys, scope_for
 from ..fleet.store import Store, cancel_and_wait
 from .payloads import parse_status_update
 from .waiters import JobSubscription, Waiters
+
+if TYPE_CHECKING:  # only a client given metrics= imports OpenTelemetry
+    from .._pipeline.metrics import Metrics
 
 logger = logging.getLogger(__name__)
 
@@ -102,9 +105,11 @@ class FleetWake:
     """A ``WakeSource`` of the fleet at ``url``: the status updates any receiver of
     ``account`` takes wake this process's subscriptions (from the first one on)."""
 
-    def __init__(self, url: str, *, account: str, clock: Clock) -> None:
+    def __init__(
+        self, url: str, *, account: str, clock: Clock, metrics: Metrics | None = None
+    ) -> None:
         self._waiters = Waiters()
-        store = Store(url, clock=clock)
+        store = Store(url, clock=clock, metrics=metrics, role="wake")
         self.wake = JobWake(store, self._waiters, [Keys(scope_for(account, b"")).channel])
 
     @property
