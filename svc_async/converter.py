@@ -57,6 +57,12 @@ _MODELS: tuple[type, ...] = tuple(
 
 _MODEL_SET = frozenset(_MODELS)
 
+_EXTRA_KEY = "(extra)"
+"""The key under which the precise pass hands a model's ``extra`` to cattrs' function.
+
+It goes into a copy of the document, after the document's own keys: a document that has
+this key itself keeps that value in ``extra``, as an unknown key."""
+
 
 def json_name(attribute: str) -> str:
     """The service's JSON key for a model attribute (``svc_mix_id`` -> ``svcMixId``)."""
@@ -172,26 +178,6 @@ def _unstructure_job_search_results(conv: cattrs.Converter) -> Callable[[Any], A
     return unstructure
 
 
-def _is_optional_model(tp: Any) -> bool:
-    if typing.get_origin(tp) not in (typing.Union, types.UnionType):
-        return False
-    args = typing.get_args(tp)
-    return len(args) == 2 and type(None) in args and any(attrs.has(a) for a in args)
-
-
-def _optional_model_factory(conv: cattrs.Converter) -> Callable[[Any], Any]:
-    def factory(tp: Any) -> Callable[[Any, Any], Any]:
-        model = next(a for a in typing.get_args(tp) if a is not type(None))
-        inner = conv.get_structure_hook(model)
-
-        def structure(value: Any, _: Any) -> Any:
-            return None if value is None else inner(value, model)
-
-        return structure
-
-    return factory
-
-
 def _is_model_list(tp: Any) -> bool:
     args = typing.get_args(tp)
     return typing.get_origin(tp) is list and len(args) == 1 and attrs.has(args[0])
@@ -224,27 +210,33 @@ def _list_hook_factory(detailed: bool, conv: cattrs.Converter) -> Callable[[Any]
 
 
 def _precise_model(hook: Callable[[Any, Any], T], spec: Layout) -> Callable[[Any, Any], T]:
-    """cattrs' structure function, plus what it does not do: object check, extra, absent."""
+    """cattrs' structure function, plus what it does not do: the object check, and the
+    model's ``extra`` (unknown and absent keys), handed to it under ``_EXTRA_KEY``."""
 
     def structure(value: Any, tp: Any) -> T:
         if type(value) is not dict:
             raise LeafError(f"expected an object, got {describe(value)}")
-        result = hook(value, tp)
         if spec.keeps_extra:
-            object.__setattr__(result, EXTRA, spec.extra(value, spec.absent(value)))
-        return result
+            value = {**value, _EXTRA_KEY: spec.extra(value, spec.absent(value))}
+        return hook(value, tp)
 
     return structure
 
 
+def _as_is(value: Any, _: Any) -> Any:
+    return value
+
+
 def _overrides(cls: type, unstructure: bool) -> dict[str, Any]:
-    """cattrs overrides: JSON names; ``extra``/absent keys are not JSON fields."""
+    """cattrs overrides: JSON names; ``extra`` is read from ``_EXTRA_KEY``, never written."""
     from cattrs.gen import override
 
     out: dict[str, Any] = {}
     for field in attrs.fields(cls):
-        if field.name == EXTRA:
+        if field.name == EXTRA and unstructure:
             out[field.name] = override(omit=True)
+        elif field.name == EXTRA:
+            out[field.name] = override(rename=_EXTRA_KEY, struct_hook=_as_is)
         else:
             omit_none = unstructure and field.metadata.get("omit_if_none") is True
             out[field.name] = override(rename=_json_key(field), omit_if_default=omit_none)
@@ -258,7 +250,6 @@ def _configure(conv: cattrs.Converter, detailed: bool) -> None:
         conv.register_structure_hook(plain, leaf_hook(plain))
     conv.register_structure_hook_factory(_is_model_or_str, _model_or_str_factory(conv))
     conv.register_structure_hook_factory(_is_model_list, _list_hook_factory(detailed, conv))
-    conv.register_structure_hook_factory(_is_optional_model, _optional_model_factory(conv))
     conv.register_unstructure_hook(dt.datetime, format_timestamp)
     conv.register_unstructure_hook(dt.date, lambda d: d.isoformat())
     # Hooks for the models are generated on first use, not at import: most programs

@@ -6,6 +6,12 @@ The fast pass inlines those lines into one generated function per model, so stru
 a song is one call rather than twenty; the precise pass compiles the same lines into a
 cattrs hook (``leaf_hook``), so both passes accept exactly the same values. Generated
 source is registered in ``linecache``: a traceback through it shows the code.
+
+Why a generator beside cattrs' own: with the fast pass on cattrs' ``make_dict_structure_fn``
+instead (the same rules as hooks, every promise kept, every converter test passing),
+decode + structure of 1,000 entries (``bench_decode``) took 1.27 to 1.33 times as long:
+ours took 0.75 to 0.79 of its time (medians of the per-round ratio, paired runs in one
+process, 21 rounds each, 2026-12-02), structuring one small job 0.54.
 """
 
 from __future__ import annotations
@@ -305,7 +311,10 @@ def _construct(cls: type, arguments: list[str], names: dict[str, Any]) -> list[s
     A frozen attrs class sets each attribute through ``object.__setattr__`` in its
     ``__init__``, which costs twice what setting the slots directly does. When the class
     has nothing for ``__init__`` to run (no validators, converters or post-init), the
-    slots are filled directly; the instance is the same, and still frozen.
+    slots are filled directly; the instance is the same, and still frozen. Measured
+    against calling ``__init__`` (2026-12-02): 0.86 to 0.94 of the time of ``bench_decode``
+    at 1,000 entries; 17% fewer instructions per 461-entry ``entries.for_event`` call and
+    3% per small ``jobs.get`` (``bench_instructions``).
     """
     direct = (
         "__slots__" in cls.__dict__
