@@ -370,9 +370,8 @@ def _fleet_counts(reader: InMemoryMetricReader, name: str, key: str) -> dict[str
     return {p.attributes[key]: p.value for p in _points(reader).get(name, [])}
 
 
-async def test_calls_granted_by_the_shared_budget_are_counted(
-    redis_url: str, provider: MeterProvider, reader: InMemoryMetricReader
-) -> None:
+async def _three_fleet_calls(fleet: str, provider: MeterProvider) -> None:
+    """Three calls of a client in the fleet at ``fleet``, recording to ``provider``."""
     service = FakeService(demo_data=False)
     async with (
         service,
@@ -380,13 +379,19 @@ async def test_calls_granted_by_the_shared_budget_are_counted(
             "http://fake.invalid",
             token=FakeService.DEFAULT_TOKEN,
             transport=service.transport(),
-            fleet=redis_url,
+            fleet=fleet,
             account="metrics-test",
             metrics=provider,
         ) as svc,
     ):
         for _ in range(3):
             await svc.orgs.list()
+
+
+async def test_calls_granted_by_the_shared_budget_are_counted(
+    redis_url: str, provider: MeterProvider, reader: InMemoryMetricReader
+) -> None:
+    await _three_fleet_calls(redis_url, provider)
     grants = _fleet_counts(reader, "svc_async.fleet.grants", "svc_async.fleet.budget")
     assert grants == {"shared": 3}
     assert "svc_async.fleet.store.outages" not in _points(reader)
@@ -396,20 +401,7 @@ async def test_a_store_outage_is_counted_and_calls_are_granted_locally(
     provider: MeterProvider, reader: InMemoryMetricReader
 ) -> None:
     closed = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
-    service = FakeService(demo_data=False)
-    async with (
-        service,
-        Client(
-            "http://fake.invalid",
-            token=FakeService.DEFAULT_TOKEN,
-            transport=service.transport(),
-            fleet=closed,
-            account="metrics-test",
-            metrics=provider,
-        ) as svc,
-    ):
-        for _ in range(3):
-            await svc.orgs.list()
+    await _three_fleet_calls(closed, provider)
     outages = _fleet_counts(reader, "svc_async.fleet.store.outages", "svc_async.fleet.role")
     assert outages == {"budget": 1}  # one outage, however many calls met it
     grants = _fleet_counts(reader, "svc_async.fleet.grants", "svc_async.fleet.budget")
