@@ -31,19 +31,18 @@ from ._transports.aiohttp import AiohttpTransport
 from ._transports.base import Timeout, Transport
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
-from .clock import SYSTEM_CLOCK, Clock, running_loop, wait_tasks, within
+from .clock import SYSTEM_CLOCK, Clock, wait_tasks, within
 from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
 from .fleet import fleet_url
 from .models import RateLimit
 from .redact import redact_url
-from .resources._base import check_options
 from .resources.entries import Entries
 from .resources.events import Events
 from .resources.jobs import Jobs
 from .resources.orgs import Orgs
 from .resources.seasons import Seasons
 from .retry import RetryBudget, RetryPolicy
-from .types import AttemptTimeoutArg, CallOptions, Progress, TimeoutArg
+from .types import AttemptTimeoutArg, CallOptions, Progress, TimeoutArg, check_options, split
 
 if TYPE_CHECKING:  # downloads, webhooks and tracing load on first use
     from opentelemetry.metrics import MeterProvider
@@ -77,45 +76,6 @@ DEFAULT_TIMEOUT = 120.0
 
 DEFAULT_ATTEMPT_TIMEOUT = Timeout(total=30.0, connect=10.0)
 """The default limit of each HTTP exchange within a call."""
-
-_NO_LIMIT = Timeout(total=None, connect=None, read=None)
-
-
-def _seconds(value: float | None, what: str = "timeout") -> float | None:
-    """A whole-call bound: positive seconds, or None for none."""
-    if value is None:
-        return None
-    if isinstance(value, Timeout):
-        raise TypeError(
-            f"{what} must be a number of seconds or None: it bounds the whole call; the"
-            " limits of each exchange, a Timeout, are attempt_timeout="
-        )
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{what} must be a number of seconds or None")
-    if not value > 0:
-        raise ValueError(f"{what} must be positive")
-    return float(value)
-
-
-def _attempt(value: AttemptTimeoutArg, what: str = "attempt_timeout") -> Timeout:
-    """A per-attempt limit: seconds (its total; connect at most 10 s), a Timeout, or None."""
-    if value is None:
-        return _NO_LIMIT
-    if isinstance(value, Timeout):
-        return value
-    seconds = _seconds(value, what)
-    assert seconds is not None
-    return Timeout(total=seconds, connect=min(seconds, 10.0))
-
-
-def _split(
-    timeout: TimeoutArg | Literal["default"],
-    attempt_timeout: AttemptTimeoutArg | Literal["default"],
-) -> tuple[float | Literal["default"] | None, Timeout | Literal["default"]]:
-    """Check ``timeout=`` and ``attempt_timeout=``, each kept ``"default"`` if it is."""
-    whole = timeout if timeout == "default" else _seconds(timeout)
-    per = attempt_timeout if attempt_timeout == "default" else _attempt(attempt_timeout)
-    return whole, per
 
 
 class _Shared:
@@ -255,7 +215,7 @@ class Client:
         wake = webhooks if webhooks is not None else _fleet_wake(fleet_at)
         observers = _observers(tracing, event_hooks, self.metrics, clock)
         transport = _default_transport(transport, proxy, trust_env)
-        whole, per = _split(timeout, attempt_timeout)
+        whole, per = split(timeout, attempt_timeout)
         self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
         self._attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT if per == "default" else per
         self._retry = retry or RetryPolicy()
@@ -410,7 +370,7 @@ class Client:
         ``"default"`` keeps this client's setting. ``headers`` are sent by every call of
         the view, over the client's (checked as ``Client(headers=...)`` are).
         """
-        whole, per = _split(timeout, attempt_timeout)
+        whole, per = split(timeout, attempt_timeout)
         view = object.__new__(Client)
         view.__dict__.update(self.__dict__)
         view.__dict__.pop("with_raw_response", None)  # the view's own, over its sub-clients
@@ -483,7 +443,7 @@ class Client:
         """
         from .resources.downloads import download
 
-        whole, per = _split(timeout, attempt_timeout)
+        whole, per = split(timeout, attempt_timeout)
         limits = None if per == "default" else per
         seconds = None if whole == "default" else whole
         self._check_usable()
@@ -559,7 +519,7 @@ class Client:
         """
         shared = self._shared
         tracker = shared.env.tracker  # its loop and closed flag, read without properties
-        if tracker.loop is not running_loop(tracker.loop) or tracker.closed:
+        if tracker.loop is not asyncio.get_running_loop() or tracker.closed:
             self._check_usable()
         seconds: float | None
         if options:
@@ -586,7 +546,7 @@ class Client:
         """A call's retry policy, whole-call bound and attempt limit: its ``options``
         (their names and values checked) over this client's."""
         check_options(operation, options)
-        whole, per = _split(
+        whole, per = split(
             options.get("timeout", "default"), options.get("attempt_timeout", "default")
         )
         return (

@@ -12,8 +12,7 @@ timeline: ``asyncio.timeout`` and ``asyncio.timeout_at`` for a clock that is not
 loop's) and ``wait_tasks`` (``asyncio.wait`` with a ``timeout``). With ``SystemClock``
 each is asyncio's own timer; any other clock is waited on with its ``sleep``.
 Nothing else in the package reads a clock, sleeps or sets a timer
-(``tests/test_architecture.py``). ``running_loop``, the running loop found without a
-system call on Python 3.11, is ``_compat``'s (it reads a private attribute of asyncio).
+(``tests/test_architecture.py``).
 """
 
 from __future__ import annotations
@@ -24,9 +23,7 @@ import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Protocol, TypeVar, runtime_checkable
 
-from ._core.compat import running_loop as running_loop
-
-__all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock", "running_loop", "until", "wait_tasks", "within"]
+__all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock", "until", "wait_tasks", "within"]
 
 T = TypeVar("T")
 
@@ -51,10 +48,7 @@ class Clock(Protocol):
 class SystemClock:
     """The real clock: the event loop's time, ``time.time()`` and ``asyncio.sleep``."""
 
-    __slots__ = ("_loop",)
-
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None  # the last one read
+    __slots__ = ()
 
     def __repr__(self) -> str:
         return "<SystemClock>"
@@ -62,10 +56,9 @@ class SystemClock:
     def now(self) -> float:
         """The running loop's time (``time.monotonic()`` outside a loop)."""
         try:
-            loop = self._loop = running_loop(self._loop)
+            return asyncio.get_running_loop().time()
         except RuntimeError:
             return time.monotonic()
-        return loop.time()
 
     def wall(self) -> float:
         """``time.time()``."""

@@ -69,3 +69,64 @@ class CallOptions(TypedDict, total=False):
     """Headers of this call's own, over the client's (never its authentication)."""
     extra_query: Mapping[str, str] | None
     """Query parameters added to this call's URL."""
+
+
+OPTION_NAMES = CallOptions.__optional_keys__
+"""The names a caller may give a call (``timeout``, ``attempt_timeout``, ``retry``,
+``extra_headers``, ``extra_query``)."""
+
+_NO_LIMIT = Timeout(total=None, connect=None, read=None)
+
+
+def check_options(operation: str, options: Mapping[str, object]) -> None:
+    """``TypeError`` naming a caller's option that is not one of ``CallOptions``, or a
+    ``retry`` that is no ``RetryPolicy``: a misspelt name must not pass unnoticed (the
+    timeouts' values are checked by ``split``, the extras' where they are read)."""
+    if not options.keys() <= OPTION_NAMES:
+        unknown = sorted(options.keys() - OPTION_NAMES)[0]
+        raise TypeError(
+            f"{operation or 'the call'}() got an unexpected keyword argument {unknown!r};"
+            f" a call's options are {', '.join(sorted(OPTION_NAMES))}"
+        )
+    retry = options.get("retry")
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise TypeError(f"retry must be a RetryPolicy or None, got {type(retry).__name__}")
+
+
+def split(
+    timeout: TimeoutArg | Literal["default"],
+    attempt_timeout: AttemptTimeoutArg | Literal["default"],
+) -> tuple[float | Literal["default"] | None, Timeout | Literal["default"]]:
+    """``timeout=`` and ``attempt_timeout=`` checked and normalised once, into the
+    whole call's seconds and each attempt's ``Timeout`` (``"default"`` kept as it is):
+    the two values the pipeline's deadline and attempt limits come from."""
+    whole = timeout if timeout == "default" else _seconds(timeout)
+    per = attempt_timeout if attempt_timeout == "default" else _attempt(attempt_timeout)
+    return whole, per
+
+
+def _seconds(value: float | None, what: str = "timeout") -> float | None:
+    """A whole-call bound: positive seconds, or None for none."""
+    if value is None:
+        return None
+    if isinstance(value, Timeout):
+        raise TypeError(
+            f"{what} must be a number of seconds or None: it bounds the whole call; the"
+            " limits of each exchange, a Timeout, are attempt_timeout="
+        )
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} must be a number of seconds or None")
+    if not value > 0:
+        raise ValueError(f"{what} must be positive")
+    return float(value)
+
+
+def _attempt(value: AttemptTimeoutArg, what: str = "attempt_timeout") -> Timeout:
+    """A per-attempt limit: seconds (its total; connect at most 10 s), a Timeout, or None."""
+    if value is None:
+        return _NO_LIMIT
+    if isinstance(value, Timeout):
+        return value
+    seconds = _seconds(value, what)
+    assert seconds is not None
+    return Timeout(total=seconds, connect=min(seconds, 10.0))

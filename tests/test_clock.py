@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import sys
-import threading
 import time
 
 import pytest
 
-import svc_async.clock
 from svc_async import Client, Clock, MockTransport, Pacer, SystemClock, json_response
-from svc_async.clock import running_loop
 from svc_async.testing import FakeClock, FakeService, VirtualClock
 
 
@@ -49,55 +45,6 @@ def test_the_system_clock_follows_the_loop_that_runs_now() -> None:
             before = loop.time()
             assert before <= runner.run(read()) <= loop.time()
     assert clock.now() < time.monotonic() + 1  # outside a loop again: monotonic time
-
-
-async def test_the_running_loop_is_known_from_a_hint_without_asking(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    loop = asyncio.get_running_loop()
-    asked: list[object] = []
-
-    def asking() -> asyncio.AbstractEventLoop:
-        asked.append(True)
-        return loop
-
-    monkeypatch.setattr(svc_async.clock.asyncio, "get_running_loop", asking)
-    # Python 3.11 asks with a getpid system call: a hint saves it. From 3.12 asking is
-    # cheap and always done (``_compat.running_loop``).
-    assert running_loop(loop) is loop and asked == ([] if sys.version_info < (3, 12) else [True])
-    asked.clear()
-    assert running_loop(None) is loop and len(asked) == 1
-    stopped = asyncio.new_event_loop()
-    try:
-        assert running_loop(stopped) is loop and len(asked) == 2  # a wrong hint: asked
-    finally:
-        stopped.close()
-
-
-async def test_a_hint_running_in_another_thread_is_not_the_running_loop() -> None:
-    other = asyncio.new_event_loop()
-    started = threading.Event()
-    other.call_soon(started.set)
-    thread = threading.Thread(target=other.run_forever)
-    thread.start()
-    try:
-        assert started.wait(5)
-        assert running_loop(other) is asyncio.get_running_loop()
-    finally:
-        other.call_soon_threadsafe(other.stop)
-        thread.join(5)
-        other.close()
-
-
-def test_no_running_loop_is_an_error_whatever_the_hint() -> None:
-    loop = asyncio.new_event_loop()
-    try:
-        with pytest.raises(RuntimeError):
-            running_loop(loop)
-        with pytest.raises(RuntimeError):
-            running_loop(None)
-    finally:
-        loop.close()
 
 
 @pytest.mark.looptime

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -18,7 +17,6 @@ import pytest
 import yarl
 from aiohttp import web
 
-from svc_async._core import compat as _compat
 from svc_async._transports.aiohttp import AiohttpTransport
 from svc_async._transports.base import Request
 from svc_async.clock import SYSTEM_CLOCK, until, wait_tasks, within
@@ -112,26 +110,6 @@ async def test_wait_tasks_ends_when_the_tasks_do() -> None:
     tasks = [asyncio.create_task(_turns(2)) for _ in range(3)]
     done, pending = await asyncio.wait_for(wait_tasks(clock, tasks, 60), 5)
     assert done == set(tasks) and pending == set()
-
-
-async def test_running_loop_is_asyncios_with_any_hint() -> None:
-    loop = asyncio.get_running_loop()
-    assert _compat.running_loop() is loop
-    assert _compat.running_loop(loop) is loop
-    other = asyncio.new_event_loop()
-    try:
-        assert _compat.running_loop(other) is loop  # a wrong hint is asked about
-    finally:
-        other.close()
-
-
-def test_running_loop_without_a_loop_raises() -> None:
-    with pytest.raises(RuntimeError):
-        _compat.running_loop(None)
-
-
-def test_the_private_read_is_gated_to_python_3_11() -> None:
-    assert _compat._LOOP_THREAD is (sys.version_info[:2] == (3, 11))
 
 
 async def _ok(_: web.Request) -> web.Response:

@@ -5,12 +5,7 @@ Nothing else in ``svc_async`` reads or writes another package's ``_name``
 reach-in below was written against the versions named; outside them, or when the
 private part is missing, the public path is taken (or nothing is done).
 
-1. ``running_loop``: asyncio's ``BaseEventLoop._thread_id`` (the thread a loop runs in,
-   set while it runs). The public ``asyncio.get_running_loop()`` makes a ``getpid``
-   system call on every use on Python 3.11 (a fork check, dropped in 3.12: CPython
-   issue 100363), and a call asks several times. Python 3.11 only: on 3.12 and later,
-   and for a loop without it (uvloop), asyncio is asked.
-2. ``abandon``: an aiohttp session whose event loop is closed (a second
+1. ``abandon``: an aiohttp session whose event loop is closed (a second
    ``asyncio.run()``), dropped without that loop. aiohttp's public ``close()`` of a
    session or connector is a coroutine for the loop, and a transport closes its socket
    only through its loop (``transport.close()`` schedules it), so there is no public
@@ -23,22 +18,20 @@ private part is missing, the public path is taken (or nothing is done).
    publicly (``ClientSession.detach()``). aiohttp 3.9 to 3.x and Python 3.11 to 3.14:
    outside them only the public ``detach`` is done, and the sockets are closed when
    collected.
-3. ``caller_frame``: ``sys._getframe`` (documented, CPython's), where a client was
+2. ``caller_frame``: ``sys._getframe`` (documented, CPython's), where a client was
    opened for the "unclosed client" warning; ``inspect.currentframe()`` is the same
    function behind a check, and other Pythons may have neither (then None).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import socket
 import sys
-from threading import get_ident
 from types import FrameType
 from typing import Any
 
-__all__ = ["abandon", "caller_frame", "running_loop"]
+__all__ = ["abandon", "caller_frame"]
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -50,9 +43,6 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-_LOOP_THREAD = sys.version_info[:2] == (3, 11)
-"""Whether ``running_loop`` reads ``_thread_id``: only where asking costs a system call."""
-
 _SOCKETS = (3, 11) <= sys.version_info[:2] <= (3, 14)
 """Python versions whose selector transports were checked to hold their socket in ``_sock``."""
 
@@ -62,31 +52,6 @@ def _aiohttp_checked() -> bool:
     import aiohttp
 
     return (3, 9) <= _version(aiohttp.__version__) < (4,)
-
-
-if _LOOP_THREAD:
-
-    def running_loop(hint: asyncio.AbstractEventLoop | None = None) -> asyncio.AbstractEventLoop:
-        """The running event loop, as ``asyncio.get_running_loop()`` (RuntimeError when none).
-
-        ``hint`` is the loop the caller expects. When it says it runs in this thread it
-        is the running one, known without asking (asking costs a ``getpid`` system call
-        on Python 3.11); a loop that does not say (uvloop), or a wrong hint, is asked
-        about, so the answer is exact either way.
-        """
-        if hint is not None and getattr(hint, "_thread_id", None) == get_ident():
-            return hint
-        return asyncio.get_running_loop()
-
-else:
-
-    def running_loop(hint: asyncio.AbstractEventLoop | None = None) -> asyncio.AbstractEventLoop:
-        """The running event loop: ``asyncio.get_running_loop()`` (RuntimeError when none).
-
-        ``hint`` is not needed here: on this Python asking makes no system call.
-        """
-        del hint
-        return asyncio.get_running_loop()
 
 
 def abandon(session: Any) -> None:

@@ -19,7 +19,6 @@ import yarl
 
 from .._core.compat import abandon
 from .._core.headers import header_problem
-from ..clock import running_loop
 from ..errors import TransportError
 from ..redact import redact_text
 from ..types import Timeout
@@ -198,7 +197,7 @@ class AiohttpTransport:
         flight (``cutoff.Cutoffs``), not by a timer of aiohttp's per request.
         """
         timeout = request.timeout or _DEFAULT_TIMEOUT
-        loop = running_loop(self._loop)
+        loop = asyncio.get_running_loop()
         cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
         try:
             # Awaited directly rather than through ``async with``: one layer less per call.
@@ -245,7 +244,7 @@ class AiohttpTransport:
         t = request.timeout or _DEFAULT_TIMEOUT
         timeout = aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read)
         try:
-            resp = await self._open(request, timeout, running_loop(self._loop))
+            resp = await self._open(request, timeout, asyncio.get_running_loop())
         except TransportError:
             raise
         except Exception as exc:

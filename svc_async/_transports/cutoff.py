@@ -21,7 +21,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from ..clock import running_loop
 from ..errors import TransportError
 from .base import Request, Response, StreamingTransport, StreamResponse, Transport, timed_out
 from .proxy import Route
@@ -69,12 +68,11 @@ class Cutoffs:
     def arm(self, seconds: float, loop: asyncio.AbstractEventLoop | None = None) -> Cut | None:
         """Cancel the current task ``seconds`` from now unless disarmed first.
 
-        ``loop`` is the running loop when the caller has it at hand: asking for it again
-        costs a system call on Python 3.11. None outside a task (nothing to cancel; the
-        caller's own bounds apply).
+        ``loop`` is the running loop when the caller has it at hand. None outside a task
+        (nothing to cancel; the caller's own bounds apply).
         """
         if loop is None:
-            loop = running_loop(self._loop)
+            loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._rebind(loop)
         task = asyncio.current_task(loop)

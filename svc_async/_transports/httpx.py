@@ -37,7 +37,6 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from ..clock import running_loop
 from ..errors import ConnectionLostError, TransportError
 from ..redact import redact_text
 from ..types import Timeout
@@ -135,7 +134,7 @@ class HttpxTransport:
     async def send(self, request: Request) -> Response:
         """Send ``request``; every httpx failure comes back as a redacted TransportError."""
         timeout = request.timeout or _DEFAULT_TIMEOUT
-        loop = running_loop(self._loop)
+        loop = asyncio.get_running_loop()
         cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
         try:
             resp, route = await self._open(request, timeout, loop)
@@ -166,7 +165,7 @@ class HttpxTransport:
         The total limit runs until the block ends, reading the body included.
         """
         timeout = request.timeout or _DEFAULT_TIMEOUT
-        loop = running_loop(self._loop)
+        loop = asyncio.get_running_loop()
         cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
         try:
             resp, route = await self._open(request, timeout, loop)

@@ -1,10 +1,10 @@
-"""What every sub-client shares: its client, the callable that sends a call, the check
-of a caller's ``CallOptions``, and the wrapper that hands a call's ``Reply`` back."""
+"""What every sub-client shares: its client, the callable that sends a call, and the
+wrapper that hands a call's ``Reply`` back."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractContextManager
 from typing import (
     TYPE_CHECKING,
@@ -19,7 +19,6 @@ from typing import (
 )
 
 from .._pipeline.answers import REPLIES, Reply
-from ..retry import RetryPolicy
 from ..types import CallOptions
 
 if TYPE_CHECKING:
@@ -28,10 +27,6 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-OPTION_NAMES = CallOptions.__optional_keys__
-"""The names a caller may give a call (``timeout``, ``attempt_timeout``, ``retry``,
-``extra_headers``, ``extra_query``)."""
 
 
 class SendFields(TypedDict, total=False):
@@ -61,7 +56,7 @@ class SendFields(TypedDict, total=False):
 class Send(Protocol):
     """Run one call through the client's pipeline and return its decoded data.
 
-    ``options`` are the caller's, passed on whole and checked there (``check_options``);
+    ``options`` are the caller's, passed on whole and checked there (``types.check_options``);
     ``fields`` are the sub-client's own.
     """
 
@@ -74,21 +69,6 @@ class Send(Protocol):
         /,
         **fields: Unpack[SendFields],
     ) -> Awaitable[Any]: ...
-
-
-def check_options(operation: str, options: Mapping[str, object]) -> None:
-    """``TypeError`` naming a caller's option that is not one of ``CallOptions``, or a
-    ``retry`` that is no ``RetryPolicy``: a misspelt name must not pass unnoticed (the
-    timeouts' and the extras' values are checked where they are read)."""
-    if not options.keys() <= OPTION_NAMES:
-        unknown = sorted(options.keys() - OPTION_NAMES)[0]
-        raise TypeError(
-            f"{operation or 'the call'}() got an unexpected keyword argument {unknown!r};"
-            f" a call's options are {', '.join(sorted(OPTION_NAMES))}"
-        )
-    retry = options.get("retry")
-    if retry is not None and not isinstance(retry, RetryPolicy):
-        raise TypeError(f"retry must be a RetryPolicy or None, got {type(retry).__name__}")
 
 
 def with_reply(

@@ -25,8 +25,8 @@ from ..models import (
     JobSearchResults,
     VerificationJob,
 )
-from ..types import CallOptions
-from ._base import Resource, check_options
+from ..types import CallOptions, check_options
+from ._base import Resource
 from .pagination import iter_counted
 
 if TYPE_CHECKING:  # the poller loads on first use, to keep `import svc_async` light
