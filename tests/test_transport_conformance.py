@@ -364,6 +364,20 @@ async def test_a_stalled_send_and_a_dripping_body_are_cut_at_the_total(
         assert (await transport.send(get(f"{url}/status/200"))).status == 200
 
 
+async def test_an_error_of_the_callers_inside_a_stream_stays_the_callers(
+    kind: str, service: tuple[str, dict[str, int]]
+) -> None:
+    url, _ = service
+    async with opened(kind) as transport:
+        with pytest.raises(ValueError, match="the caller's own"):
+            async with transport.stream(get(f"{url}/streamed", 5)) as stream:
+                assert stream.status == 200
+                raise ValueError("the caller's own")
+        assert len(transport._cutoffs) == 0  # every stream's cut disarmed
+        async with transport.stream(get(f"{url}/status/200", 5)) as stream:
+            assert stream.status == 200
+
+
 async def test_a_read_timeout_is_a_request_timeout(
     kind: str, service: tuple[str, dict[str, int]]
 ) -> None:

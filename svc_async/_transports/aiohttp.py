@@ -76,8 +76,8 @@ class AiohttpTransport:
 
     enforces_timeout = True
     """Each exchange ends at ``Request.timeout`` (connect, sending and reading the body
-    included), so the pipeline need not start a second timer: a ``send``'s total is cut
-    by one timer shared by every send in flight, a ``stream``'s by aiohttp's own."""
+    included), so the pipeline need not start a second timer: the total of every
+    ``send`` and ``stream`` is cut by one timer shared by all in flight (``Cutoffs``)."""
 
     def __init__(
         self,
@@ -136,7 +136,7 @@ class AiohttpTransport:
         return self._session
 
     def _send_timeout(self, timeout: Timeout) -> aiohttp.ClientTimeout:
-        """aiohttp's limits for a ``send``: connect and read only (``total`` is a cut).
+        """aiohttp's limits for an exchange: connect and read only (``total`` is a cut).
 
         Kept by those two: attempts bounded by a call's deadline differ in ``total`` only.
         """
@@ -240,23 +240,36 @@ class AiohttpTransport:
 
     @asynccontextmanager
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
-        """Open ``request`` and yield the response with its body unread."""
-        t = request.timeout or _DEFAULT_TIMEOUT
-        timeout = aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read)
+        """Open ``request`` and yield the response with its body unread.
+
+        The total limit runs until the block ends, reading the body included, cut by the
+        same timer as a ``send``'s.
+        """
+        timeout = request.timeout or _DEFAULT_TIMEOUT
+        loop = asyncio.get_running_loop()
+        cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
+        opened = False
         try:
-            resp = await self._open(request, timeout, asyncio.get_running_loop())
-        except TransportError:
-            raise
-        except Exception as exc:
-            raise _wrap_error(exc, request, self._route(request)) from None
-        try:
-            if resp.status == 407 and self._proxies is not None:
-                self._refused_by_proxy(request, resp)
-            yield _AiohttpStream(resp, self.max_body_size, request)
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise _wrap_error(exc, request, self._route(request)) from None
-        finally:
-            resp.release()
+            resp = await self._open(request, self._send_timeout(timeout), loop)
+            opened = True
+            try:
+                if resp.status == 407 and self._proxies is not None:
+                    self._refused_by_proxy(request, resp)
+                yield _AiohttpStream(resp, self.max_body_size, request)
+            finally:
+                resp.release()
+        except BaseException as exc:
+            # Once open, only aiohttp's own failures are worded as ours: anything else
+            # raised inside the block is the caller's.
+            foreign = _BODY_ERRORS if opened else Exception
+            instead = raised_instead(
+                self._cutoffs, cut, exc, request, timeout.total, _wrap_error, self._route, foreign
+            )
+            if instead is None:
+                raise
+            raise instead from None
+        if cut is not None:
+            self._cutoffs.disarm(cut)
 
     async def aclose(self) -> None:
         """Close the session if this transport created it."""
@@ -272,9 +285,12 @@ class AiohttpTransport:
 _DEFAULT_TIMEOUT = Timeout()
 """The limits of a request that carries none."""
 
+_BODY_ERRORS = (TimeoutError, aiohttp.ClientError)
+"""aiohttp's failures while a stream's body is read."""
+
 
 def _untimed(timeout: Timeout) -> aiohttp.ClientTimeout:
-    """``timeout`` for aiohttp without ``total``: a send's total is a ``Cutoffs`` cut."""
+    """``timeout`` for aiohttp without ``total``: an exchange's total is a ``Cutoffs`` cut."""
     return aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read)
 
 
