@@ -4,7 +4,7 @@ A job status update ``{id, status}``, an entry update ``{entry, eventId}`` or
 ``{entry, seasonId}`` (the full Entry), and an output file (``{id, verificationJobId,
 status, downloadURL, ...}``). Ids are read exactly: orjson turns an integer beyond 64 bits
 into a float, so a body with such a number is decoded again by the standard library.
-``svc_async.webhooks.receiver`` re-exports every public name.
+``svc_async.webhooks`` re-exports every public name.
 """
 
 from __future__ import annotations

@@ -50,10 +50,6 @@ from .payloads import (
     OutputFileUpdate,
     StatusCallback,
     describe,
-    parse_delivery,
-    parse_entry_update,
-    parse_output_file,
-    parse_status_update,
 )
 from .waiters import JobSubscription, Waiters
 
@@ -67,28 +63,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "DEFAULT_CALLBACK_RETRY",
-    "DEFAULT_PATH",
-    "MAX_BODY",
-    "Answer",
-    "Delivery",
-    "EntryCallback",
-    "EntryUpdate",
-    "JobStatusUpdate",
-    "JobSubscription",
-    "OutputFileCallback",
-    "OutputFileUpdate",
-    "ReceiverStats",
-    "StatusCallback",
-    "Verifier",
-    "WebhookPayloadError",
-    "WebhookReceiver",
-    "parse_delivery",
-    "parse_entry_update",
-    "parse_output_file",
-    "parse_status_update",
-]
+__all__ = ["DEFAULT_CALLBACK_RETRY", "Verifier", "WebhookPayloadError", "WebhookReceiver"]
 
 DEFAULT_CALLBACK_RETRY = RetryPolicy(attempts=5, wait_initial=1.0, wait_max=30.0)
 """How failed callbacks are retried by default: 5 runs, waits of up to 1, 2, 4, 8 s."""
