@@ -307,9 +307,6 @@ class MemoryLedger:
             self._slots.popitem(last=False)
         return not duplicate
 
-    def complete(self, key: DeliveryKey) -> None:
-        """Every callback of ``key`` succeeded: the claim already stands for it."""
-
     def release(self, key: DeliveryKey) -> None:
         """``key`` was given up: a redelivery of it is handled again."""
         if self._slots.get(key.slot) == key.version:

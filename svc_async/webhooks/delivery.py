@@ -5,9 +5,9 @@ here, or the fleet's ``RedisBackend`` (``svc_async.webhooks.redis``). Both get t
 ``Callbacks`` registry and the ``Waiters`` once, and both apply the rules of
 ``svc_async.webhooks.core``: a delivery is *claimed* when it arrives (a failed claim is
 a duplicate), then *completed* once every callback succeeded, or *released* when they
-were given up, so a redelivery is handled again. ``LocalDispatcher`` runs a claimed
+were given up, so a redelivery is handled again. ``MemoryBackend`` runs a claimed
 delivery's callbacks in a task of this process, retrying the failed ones with backoff,
-in order per subject.
+in order per subject; the fleet's backend is built on it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import attrs
 
 from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
 from ..retry import RetryPolicy
-from .core import DeliveryKey, Inbound, MemoryLedger, delivery_key
+from .core import DeliveryKey, Inbound, MemoryLedger
 from .payloads import (
     Delivery,
     EntryCallback,
@@ -39,18 +39,7 @@ if TYPE_CHECKING:  # only a receiver given metrics= imports OpenTelemetry
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "Backend",
-    "Callbacks",
-    "DeliveryJob",
-    "DeliveryKey",
-    "LocalDispatcher",
-    "MemoryBackend",
-    "MemoryLedger",
-    "ReceiverStats",
-    "delivery_key",
-    "kind_name",
-]
+__all__ = ["Backend", "Callbacks", "DeliveryJob", "MemoryBackend", "ReceiverStats", "kind_name"]
 
 
 @attrs.define(slots=True)
@@ -189,88 +178,6 @@ class Callbacks:
         )
 
 
-class Target(Protocol):
-    """What a ``LocalDispatcher`` runs jobs with: a backend."""
-
-    async def attempt(self, job: DeliveryJob) -> bool:
-        """Run a job's remaining callbacks once; True when none is left."""
-        ...
-
-    async def finish(self, job: DeliveryJob, done: bool) -> None:
-        """Settle a job: done (True) or given up (False)."""
-        ...
-
-
-class LocalDispatcher:
-    """Runs each job in a task of this process, retrying failed callbacks.
-
-    A job gets up to ``policy.attempts`` runs (``target.attempt``), waiting
-    ``policy.backoff(n)`` after the n-th failed one on ``clock`` (a virtual one in
-    tests), then is settled (``target.finish``). A job waits for the job before it
-    about the same subject, so retries never reorder them.
-    """
-
-    def __init__(self, target: Target, *, policy: RetryPolicy, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.target = target
-        self.policy = policy
-        self.clock = clock
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._last: dict[str, asyncio.Task[None]] = {}
-
-    @property
-    def pending(self) -> int:
-        """Jobs queued or running."""
-        return len(self._tasks)
-
-    def submit(self, job: DeliveryJob, *, in_order: bool = True) -> None:
-        """Run ``job``: after the job before it about its subject when ``in_order``
-        (False: the caller keeps the order itself, as a fleet does across replicas)."""
-        before = self._last.get(job.key.subject) if in_order else None
-        task = asyncio.get_running_loop().create_task(self._run(job, before))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        if in_order:
-            self._last[job.key.subject] = task
-            task.add_done_callback(lambda done: self._forget(job.key.subject, done))
-
-    def _forget(self, subject: str, done: asyncio.Task[None]) -> None:
-        if self._last.get(subject) is done:
-            del self._last[subject]
-
-    async def _run(self, job: DeliveryJob, before: asyncio.Task[None] | None) -> None:
-        try:
-            if before is not None:
-                await asyncio.wait([before])  # its outcome does not matter, only its end
-            while True:
-                job.attempts += 1
-                if await self.target.attempt(job):
-                    await self.target.finish(job, True)
-                    return
-                if job.attempts >= self.policy.attempts:
-                    break
-                await self.clock.sleep(self.policy.backoff(job.attempts))
-        except asyncio.CancelledError:
-            await self.target.finish(job, False)
-            raise
-        await self.target.finish(job, False)
-
-    async def drain(self, timeout: float | None = None) -> None:
-        """Wait for the jobs queued so far (or until ``timeout``)."""
-        if self._tasks:
-            await wait_tasks(self.clock, self._tasks, timeout)
-
-    async def aclose(self, timeout: float | None = 10.0) -> None:
-        """Wait for the queued jobs up to ``timeout``, then cancel (give up) the rest."""
-        tasks = set(self._tasks)
-        if not tasks:
-            return
-        _, late = await wait_tasks(self.clock, tasks, timeout)
-        for task in late:
-            task.cancel()
-        if late:
-            await asyncio.wait(late)
-
-
 class Backend(Protocol):
     """Where a receiver's claimed deliveries are held and run: chosen once, at
     construction (``MemoryBackend``, or the fleet's ``RedisBackend``)."""
@@ -315,7 +222,13 @@ class Backend(Protocol):
 
 class MemoryBackend:
     """Deliveries held in this process: deduplicated over the last ``dedupe_size``
-    slots, run by a ``LocalDispatcher`` (the ``Backend`` without a fleet)."""
+    slots, each run in a task of this process (the ``Backend`` without a fleet).
+
+    A job gets up to ``policy.attempts`` runs (``attempt``), waiting ``policy.backoff(n)``
+    after the n-th failed one on ``clock`` (a virtual one in tests), then is settled
+    (``finish``). A job waits for the job before it about the same subject, so retries
+    never reorder them. The fleet's ``RedisBackend`` runs its jobs the same way.
+    """
 
     def __init__(
         self,
@@ -328,7 +241,10 @@ class MemoryBackend:
         self.callbacks = callbacks
         self.waiters = waiters
         self.ledger = MemoryLedger(dedupe_size)
-        self.runner = LocalDispatcher(self, policy=callbacks.policy, clock=clock)
+        self.policy = callbacks.policy
+        self.clock = clock
+        self._runs: set[asyncio.Task[None]] = set()
+        self._last: dict[str, asyncio.Task[None]] = {}
 
     def key(self, inbound: Inbound, secret: int) -> DeliveryKey:
         """One process, one namespace: the secret does not matter."""
@@ -344,9 +260,7 @@ class MemoryBackend:
     async def submit(self, job: DeliveryJob) -> None:
         """Run ``job``'s callbacks; with none, it is handled already."""
         if job.todo:
-            self.runner.submit(job)
-        else:
-            self.ledger.complete(job.key)
+            self.run(job)
 
     def start(self) -> None:
         """Nothing is shared: nothing to take."""
@@ -356,21 +270,64 @@ class MemoryBackend:
 
     @property
     def pending(self) -> int:
-        return self.runner.pending
+        return len(self._runs)
+
+    def run(self, job: DeliveryJob, *, in_order: bool = True) -> None:
+        """Run ``job`` in a task: after the job before it about its subject when
+        ``in_order`` (False: the caller keeps the order itself, as a fleet does across
+        replicas)."""
+        before = self._last.get(job.key.subject) if in_order else None
+        task = asyncio.get_running_loop().create_task(self._run(job, before))
+        self._runs.add(task)
+        task.add_done_callback(self._runs.discard)
+        if in_order:
+            self._last[job.key.subject] = task
+            task.add_done_callback(lambda done: self._forget(job.key.subject, done))
+
+    def _forget(self, subject: str, done: asyncio.Task[None]) -> None:
+        if self._last.get(subject) is done:
+            del self._last[subject]
+
+    async def _run(self, job: DeliveryJob, before: asyncio.Task[None] | None) -> None:
+        try:
+            if before is not None:
+                await asyncio.wait([before])  # its outcome does not matter, only its end
+            while True:
+                job.attempts += 1
+                if await self.attempt(job):
+                    await self.finish(job, True)
+                    return
+                if job.attempts >= self.policy.attempts:
+                    break
+                await self.clock.sleep(self.policy.backoff(job.attempts))
+        except asyncio.CancelledError:
+            await self.finish(job, False)
+            raise
+        await self.finish(job, False)
 
     async def attempt(self, job: DeliveryJob) -> bool:
+        """Run a job's remaining callbacks once; True when none is left."""
         return await self.callbacks.attempt(job)
 
     async def finish(self, job: DeliveryJob, done: bool) -> None:
-        """Settle in the ledger: handled, or given up (a redelivery is handled)."""
-        if done:
-            self.ledger.complete(job.key)
-            return
-        self.callbacks.given_up(job)
-        self.ledger.release(job.key)
+        """Settle in the ledger: handled (the claim stands for it), or given up (a
+        redelivery is handled)."""
+        if not done:
+            self.callbacks.given_up(job)
+            self.ledger.release(job.key)
 
     async def drain(self, timeout: float | None = None) -> None:
-        await self.runner.drain(timeout)
+        """Wait for the jobs queued so far (or until ``timeout``)."""
+        if self._runs:
+            await wait_tasks(self.clock, self._runs, timeout)
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
-        await self.runner.aclose(timeout)
+        """Wait for the queued jobs up to ``timeout``, then cancel (give up) the rest."""
+        tasks = set(self._runs)
+        if not tasks:
+            return
+        _, late = await wait_tasks(self.clock, tasks, timeout)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late)
