@@ -430,7 +430,7 @@ class WebhookReceiver:
     @property
     def subscribed_jobs(self) -> frozenset[int]:
         """The job ids someone is subscribed to now."""
-        return self._waiters.jobs
+        return self._waiters.subscribed_jobs
 
     # ------------------------------------------------------------ lifecycle
 
