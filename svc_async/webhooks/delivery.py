@@ -1,13 +1,13 @@
 """Running deliveries through their callbacks, and the backend that holds them.
 
-A receiver chooses one ``Backend`` when it is made: ``MemoryBackend`` (this process)
-here, or the fleet's ``RedisBackend`` (``svc_async.webhooks.redis``). Both get the
-``Callbacks`` registry and the ``Waiters`` once, and both apply the rules of
+A receiver chooses one backend when it is made: ``MemoryBackend`` (this process)
+here, or the fleet's ``RedisBackend`` (``svc_async.webhooks.redis``), built on it. Both
+get the ``Callbacks`` registry and the ``Waiters`` once, and both apply the rules of
 ``svc_async.webhooks.core``: a delivery is *claimed* when it arrives (a failed claim is
 a duplicate), then *completed* once every callback succeeded, or *released* when they
 were given up, so a redelivery is handled again. ``MemoryBackend`` runs a claimed
 delivery's callbacks in a task of this process, retrying the failed ones with backoff,
-in order per subject; the fleet's backend is built on it.
+in order per subject.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # only a receiver given metrics= imports OpenTelemetry
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Backend", "Callbacks", "DeliveryJob", "MemoryBackend", "ReceiverStats", "kind_name"]
+__all__ = ["Callbacks", "DeliveryJob", "MemoryBackend", "ReceiverStats", "kind_name"]
 
 
 @attrs.define(slots=True)
@@ -178,51 +178,10 @@ class Callbacks:
         )
 
 
-class Backend(Protocol):
-    """Where a receiver's claimed deliveries are held and run: chosen once, at
-    construction (``MemoryBackend``, or the fleet's ``RedisBackend``)."""
-
-    def key(self, inbound: Inbound, secret: int) -> DeliveryKey:
-        """The key of a delivery that came with the ``secret``-th secret."""
-        ...
-
-    async def claim(self, key: DeliveryKey) -> bool:
-        """Take ``key`` for handling: False when it is a duplicate (handled or in hand)."""
-        ...
-
-    def announce(self, update: JobStatusUpdate) -> None:
-        """Wake the waiters of a claimed status update (in a fleet: in every process)."""
-        ...
-
-    async def submit(self, job: DeliveryJob) -> None:
-        """Queue a claimed job; it is completed or released once it settles."""
-        ...
-
-    def start(self) -> None:
-        """Take shared deliveries and wake-ups from now on (needs a running loop)."""
-        ...
-
-    def refresh(self) -> None:
-        """The callbacks changed: a started backend reads the kinds it can run now."""
-        ...
-
-    @property
-    def pending(self) -> int:
-        """Jobs queued or running in this process."""
-        ...
-
-    async def drain(self, timeout: float | None = None) -> None:
-        """Wait for the jobs taken so far (or until ``timeout``)."""
-        ...
-
-    async def aclose(self, timeout: float | None = 10.0) -> None:
-        """Let running jobs finish up to ``timeout``, give up the rest, let go."""
-        ...
-
-
 class MemoryBackend:
-    """Deliveries held in this process: deduplicated over the last ``dedupe_size``
-    slots, each run in a task of this process (the ``Backend`` without a fleet).
+    """Where a receiver's claimed deliveries are held and run, chosen once, at
+    construction: here, in this process, deduplicated over the last ``dedupe_size``
+    slots, each run in a task (the fleet's ``RedisBackend`` is built on this one).
 
     A job gets up to ``policy.attempts`` runs (``attempt``), waiting ``policy.backoff(n)``
     after the n-th failed one on ``clock`` (a virtual one in tests), then is settled
@@ -247,29 +206,33 @@ class MemoryBackend:
         self._last: dict[str, asyncio.Task[None]] = {}
 
     def key(self, inbound: Inbound, secret: int) -> DeliveryKey:
-        """One process, one namespace: the secret does not matter."""
+        """The key of a delivery that came with the ``secret``-th secret (one process,
+        one namespace: the secret does not matter)."""
         del secret
         return inbound.key
 
     async def claim(self, key: DeliveryKey) -> bool:
+        """Take ``key`` for handling: False when it is a duplicate (handled or in hand)."""
         return self.ledger.claim(key)
 
     def announce(self, update: JobStatusUpdate) -> None:
+        """Wake the waiters of a claimed status update."""
         self.waiters.wake(update)
 
     async def submit(self, job: DeliveryJob) -> None:
-        """Run ``job``'s callbacks; with none, it is handled already."""
+        """Queue a claimed job: run its callbacks; with none, it is handled already."""
         if job.todo:
             self.run(job)
 
     def start(self) -> None:
-        """Nothing is shared: nothing to take."""
+        """Take shared deliveries and wake-ups from now on: here nothing is shared."""
 
     def refresh(self) -> None:
-        """Nothing is shared: nothing to read."""
+        """The callbacks changed: here nothing is shared, nothing to read."""
 
     @property
     def pending(self) -> int:
+        """Jobs queued or running in this process."""
         return len(self._runs)
 
     def run(self, job: DeliveryJob, *, in_order: bool = True) -> None:

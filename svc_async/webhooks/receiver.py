@@ -40,7 +40,7 @@ from .core import (
     Secrets,
     refusal,
 )
-from .delivery import Backend, Callbacks, MemoryBackend, ReceiverStats
+from .delivery import Callbacks, MemoryBackend, ReceiverStats
 from .payloads import (
     Delivery,
     EntryCallback,
@@ -192,7 +192,7 @@ class WebhookReceiver:
         """The OpenTelemetry instruments of ``metrics=`` (None when off)."""
         self._callbacks = Callbacks(self.stats, callback_retry, self.metrics)
         self._waiters = Waiters()
-        self._backend: Backend
+        self._backend: MemoryBackend
         url = fleet_url(fleet)
         if url is None:
             self._backend = MemoryBackend(
@@ -446,20 +446,21 @@ class WebhookReceiver:
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait until the deliveries taken so far are done or given up (or ``timeout``)."""
-        end = None if timeout is None else self.clock.now() + timeout
-        if self._tasks:
-            await wait_tasks(self.clock, self._tasks, timeout)
-        await self._backend.drain(None if end is None else max(0.0, end - self.clock.now()))
+        await self._backend.drain(await self._dispatched(timeout))
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
         """Refuse new deliveries (503), let running callbacks finish, give up stragglers."""
         self._closed = True
+        await self._backend.aclose(await self._dispatched(timeout))
+        for task in set(self._tasks):
+            task.cancel()
+
+    async def _dispatched(self, timeout: float | None) -> float | None:
+        """Wait for the ``dispatch`` hand-overs within ``timeout``; what is left of it."""
         end = None if timeout is None else self.clock.now() + timeout
         if self._tasks:
             await wait_tasks(self.clock, self._tasks, timeout)
-        await self._backend.aclose(None if end is None else max(0.0, end - self.clock.now()))
-        for task in set(self._tasks):
-            task.cancel()
+        return None if end is None else max(0.0, end - self.clock.now())
 
     async def __aenter__(self) -> Self:
         self._backend.start()

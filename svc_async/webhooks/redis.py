@@ -230,6 +230,7 @@ async def _renew(stream: str, consumer: str, ids: list[bytes], redis: Any) -> No
 
 
 async def _call(script: Any, keys: list[str], args: list[Any], redis: Any) -> Any:
+    """Run one of the scripts (``store.run`` hands it the client)."""
     return await script(keys=keys, args=args, client=redis)
 
 
@@ -246,7 +247,7 @@ def _fields(raw: Any) -> dict[str, bytes]:
 
 
 class RedisBackend(MemoryBackend):
-    """The fleet's ``Backend`` for one ``WebhookReceiver``: its dedupe window, streams and
+    """The fleet's backend for one ``WebhookReceiver``: its dedupe window, streams and
     job wake-ups on the Redis at ``url`` (see the module). Its jobs run in this process
     as ``MemoryBackend`` runs them, each in its turn fleet-wide; the inherited ``ledger``
     is this process's own window (of the same size), which answers while the store is
@@ -294,7 +295,7 @@ class RedisBackend(MemoryBackend):
         self._release = redis.register_script(_RELEASE)
         self._enqueue = redis.register_script(_ENQUEUE)
         self._prepare = redis.register_script(_PREPARE)
-        self._settle_script = redis.register_script(_SETTLE)
+        self._settle = redis.register_script(_SETTLE)
         self._sweep = redis.register_script(_SWEEP)
         self._tidy = redis.register_script(_TIDY)
 
@@ -314,7 +315,7 @@ class RedisBackend(MemoryBackend):
             return True
         keys = _seen(key.scope)
         args = [key.slot, key.version, self.window_ms, self.ledger.size]
-        answer = await self.store.run(lambda r: self._claim(keys=keys, args=args, client=r))
+        answer = await self._script(self._claim, keys, args)
         return here if answer is None else bool(answer)
 
     def announce(self, update: JobStatusUpdate) -> None:
@@ -361,9 +362,7 @@ class RedisBackend(MemoryBackend):
         ]
         fields += ["kid", seal.kid if seal is not None else "", "body", sealed]
         args = [_ORDER_TTL_MS, GROUP, os.urandom(8).hex(), os.urandom(8).hex(), *fields]
-        script = self._enqueue
-        names = [stream, order, keys.epoch]
-        answer = await self.store.run(lambda r: script(keys=names, args=args, client=r))
+        answer = await self._script(self._enqueue, [stream, order, keys.epoch], args)
         if answer is None:
             return None
         entry_id, seq, epoch, gen = answer
@@ -499,8 +498,7 @@ class RedisBackend(MemoryBackend):
             await super().finish(job, done)
             if not done:  # forgotten fleet-wide too: a redelivery is handled again
                 keys, args = _seen(job.key.scope), [job.key.slot, job.key.version]
-                script = self._release
-                await self.store.run(lambda r: script(keys=keys, args=args, client=r))
+                await self._script(self._release, keys, args)
         finally:
             held = self._held.pop(job, None)
             if held is not None and (done or not self._closed):
@@ -508,9 +506,11 @@ class RedisBackend(MemoryBackend):
 
     async def _settled(self, held: _Held) -> None:
         args = [GROUP, held.entry_id, held.seq, held.gen]
-        script = self._settle_script
-        keys = [held.stream, held.order]
-        await self.store.run(lambda r: script(keys=keys, args=args, client=r))
+        await self._script(self._settle, [held.stream, held.order], args)
+
+    async def _script(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """Run one of the scripts on the store (None: the store is away)."""
+        return await self.store.run(functools.partial(_call, script, keys, args))
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -555,8 +555,7 @@ class RedisBackend(MemoryBackend):
     async def _sweep_scope(self, scope: str, sent: list[_Sent]) -> None:
         keys = [Keys(scope).epoch, *(key for s in sent for key in (s.order, s.stream))]
         args = [arg for s in sent for arg in (s.seq, s.entry_id, s.epoch, s.gen)]
-        script = self._sweep
-        states = await self.store.run(lambda r: script(keys=keys, args=args, client=r))
+        states = await self._script(self._sweep, keys, args)
         if states is None:
             return
         for item, state in zip(sent, states, strict=True):
@@ -570,10 +569,9 @@ class RedisBackend(MemoryBackend):
 
     async def _forget_dead(self) -> None:
         streams = [Keys(scope).stream(kind) for scope in self.scopes for kind in KINDS]
-        script = self._tidy
         args = [GROUP, _DEAD_CONSUMER_MS]
         for stream in streams:  # one at a time: each may live in another cluster slot
-            await self.store.run(functools.partial(_call, script, [stream], args))
+            await self._script(self._tidy, [stream], args)
 
     # ------------------------------------------------------------ ending
 
