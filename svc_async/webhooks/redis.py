@@ -211,16 +211,12 @@ class _Held:
 
 
 @attrs.define(eq=False)
-class _Sent:
-    """A delivery this replica added to a stream, kept until it settled anywhere."""
+class _Sent(_Held):
+    """A delivery this replica added to a stream (where, as ``_Held``), kept until it
+    settled anywhere."""
 
     job: DeliveryJob
-    stream: str
-    entry_id: bytes
-    order: str
-    seq: int
     epoch: bytes
-    gen: bytes
     added: float
 
 
@@ -366,7 +362,7 @@ class RedisBackend(MemoryBackend):
         if answer is None:
             return None
         entry_id, seq, epoch, gen = answer
-        return _Sent(job, stream, entry_id, order, int(seq), epoch, gen, self.clock.now())
+        return _Sent(stream, entry_id, order, int(seq), gen, job, epoch, self.clock.now())
 
     # ------------------------------------------------------------ reading
 
