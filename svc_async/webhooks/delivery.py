@@ -110,26 +110,24 @@ class Callbacks:
         self.status: list[StatusCallback] = []
         self.entry: list[EntryCallback] = []
         self.output: list[OutputFileCallback] = []
+        self._by_kind: dict[str, list[Any]] = {
+            "status": self.status,
+            "entry": self.entry,
+            "output_file": self.output,
+        }
 
     def __len__(self) -> int:
-        return len(self.status) + len(self.entry) + len(self.output)
+        return sum(map(len, self._by_kind.values()))
 
     def job(self, key: DeliveryKey, update: Delivery, body: bytes = b"") -> DeliveryJob:
         """The job running ``update`` through its kind's callbacks."""
-        callbacks: list[Any]
-        if isinstance(update, JobStatusUpdate):
-            callbacks = self.status
-        elif isinstance(update, EntryUpdate):
-            callbacks = self.entry
-        else:
-            callbacks = self.output
-        return DeliveryJob(key=key, update=update, todo=list(callbacks), body=body)
+        todo = list(self._by_kind[kind_name(update)])
+        return DeliveryJob(key=key, update=update, todo=todo, body=body)
 
     def kinds(self) -> frozenset[str]:
         """The kinds of a fleet's shared deliveries this receiver can run: only those it
         has callbacks for (a replica never takes a delivery it cannot run)."""
-        kinds = ("status",) if self.status else ()
-        return frozenset(kinds + (("entry",) if self.entry else ()))
+        return frozenset(kind for kind in ("status", "entry") if self._by_kind[kind])
 
     async def attempt(self, job: DeliveryJob) -> bool:
         """Run the callbacks of ``job`` that have not succeeded yet; True when all have."""
