@@ -27,6 +27,8 @@ from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
 from ..errors import WebhookPayloadError, WebhookVerificationError
 from ..fleet import fleet_url
 from ..retry import RetryPolicy
+from . import aiohttp as adapter
+from .asgi import AsgiApp
 from .body import read_body
 from .core import (
     ACCEPTED,
@@ -52,14 +54,13 @@ from .payloads import (
     describe,
 )
 from .waiters import JobSubscription, Waiters
+from .wsgi import WsgiApp
 
 if TYPE_CHECKING:
     from aiohttp import web
     from opentelemetry.metrics import MeterProvider
 
     from .._pipeline.metrics import Metrics
-    from .asgi import AsgiApp
-    from .wsgi import WsgiApp
 
 logger = logging.getLogger(__name__)
 
@@ -259,8 +260,6 @@ class WebhookReceiver:
         in FastAPI or Starlette, Litestar's ``asgi(..., is_mount=True)``, or alone under
         uvicorn or hypercorn. A mounted app gets no lifespan of its own: pass
         ``lifespan=receiver.lifespan`` to the parent."""
-        from .asgi import AsgiApp
-
         return AsgiApp(self)
 
     @contextlib.asynccontextmanager
@@ -276,8 +275,6 @@ class WebhookReceiver:
     def wsgi(self, portal: LoopThread | None = None) -> WsgiApp:
         """A WSGI app for Flask, Django on WSGI and gunicorn's sync workers; the receiver
         runs on the process's ``LoopThread`` (or ``portal``)."""
-        from .wsgi import WsgiApp
-
         return WsgiApp(self, portal)
 
     def close(self, timeout: float | None = 10.0, *, portal: LoopThread | None = None) -> None:
@@ -289,20 +286,14 @@ class WebhookReceiver:
 
     def routes(self, path: str = DEFAULT_PATH) -> list[web.RouteDef]:
         """Route definitions to add to your app: ``app.add_routes(receiver.routes())``."""
-        from . import aiohttp as adapter
-
         return adapter.routes(self, path)
 
     def app(self, path: str = DEFAULT_PATH) -> web.Application:
         """A small aiohttp application serving only the receiver; it drains on shutdown."""
-        from . import aiohttp as adapter
-
         return adapter.app(self, path)
 
     async def handle(self, request: web.Request) -> web.Response:
         """The aiohttp handler: ``receive`` with the request's streamed body."""
-        from . import aiohttp as adapter
-
         return await adapter.handle(self, request)
 
     def warn_if_open(self) -> None:
