@@ -26,7 +26,7 @@ import time
 from aiohttp import web
 
 from svc_async import Client
-from svc_async.webhooks.receiver import JobStatusUpdate, WebhookReceiver
+from svc_async.webhooks import JobStatusUpdate, WebhookReceiver
 
 
 async def _line() -> str:

@@ -419,7 +419,7 @@ class _Warnings(logging.Handler):
 async def _memory_run(url: str, sizes: Sequence[int]) -> dict[str, Any]:
     from redis.asyncio import Redis
 
-    from svc_async.webhooks.receiver import WebhookReceiver, parse_delivery
+    from svc_async.webhooks import WebhookReceiver, parse_delivery
 
     redis = Redis.from_url(url)
     empty = (await redis.info("memory"))["used_memory"]

@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from svc_async import Client, MockTransport, PollPolicy, Request, Response, json_response
-from svc_async.webhooks.receiver import JobStatusUpdate, WebhookReceiver
+from svc_async.webhooks import JobStatusUpdate, WebhookReceiver
 
 DURATIONS = (2.0, 10.0, 60.0)
 WAITS_PER_CASE = 200

@@ -33,7 +33,7 @@ import time
 from aiohttp import web
 
 from svc_async.testing.fleet import run_worker
-from svc_async.webhooks.receiver import JobStatusUpdate, WebhookReceiver
+from svc_async.webhooks import JobStatusUpdate, WebhookReceiver
 
 LONG_SHARE = 0.12
 """The share of deliveries whose callback outlasts ``claim_after``."""

@@ -33,7 +33,7 @@ from svc_async.testing.redis_server import (
     make_tls_files,
     tls_supported,
 )
-from svc_async.webhooks.receiver import JobStatusUpdate, WebhookReceiver, parse_delivery
+from svc_async.webhooks import JobStatusUpdate, WebhookReceiver, parse_delivery
 
 from .redis_server import require_binary
 

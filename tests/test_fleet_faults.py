@@ -29,7 +29,7 @@ from svc_async.fleet.budget import FleetPacer
 from svc_async.fleet.keys import Keys, account_namespace
 from svc_async.fleet.store import Store
 from svc_async.testing import FakeService
-from svc_async.webhooks.receiver import (
+from svc_async.webhooks import (
     EntryUpdate,
     JobStatusUpdate,
     WebhookReceiver,

@@ -32,7 +32,7 @@ from svc_async.fleet.status import (
 )
 from svc_async.testing import FakeService
 from svc_async.testing.redis_server import ACL_CONFIG, ACL_PASSWORD, ACL_USER, ClusterSet
-from svc_async.webhooks.receiver import JobStatusUpdate, WebhookReceiver, parse_delivery
+from svc_async.webhooks import JobStatusUpdate, WebhookReceiver, parse_delivery
 
 from .redis_server import RedisServer, free_port, require_binary
 

@@ -75,7 +75,7 @@ async def test_closing_a_stream_reader_that_swallowed_its_cancellation_ends() ->
         clock=SYSTEM_CLOCK,
     )
     reader = asyncio.get_running_loop().create_task(_stubborn())
-    deliveries.dispatcher._readers["ns"] = reader
+    deliveries._readers["ns"] = reader
     await asyncio.sleep(0)
     bound = asyncio.timeout(30)
     async with bound:

@@ -30,7 +30,7 @@ from svc_async import (
     json_response,
 )
 from svc_async.models import CURRENT_JOB_STATUSES, FINISHED_JOB_STATUSES
-from svc_async.webhooks.receiver import JobStatusUpdate, WebhookReceiver
+from svc_async.webhooks import JobStatusUpdate, WebhookReceiver
 
 FAST = PollPolicy(wait_initial=0.01, wait_exp_base=1.5, wait_max=0.04, wait_jitter=0.0, timeout=3.0)
 JOB_PATH = "/api/public/v1/verification-job"

@@ -14,7 +14,7 @@ import pytest
 
 from svc_async import Client, JobRequest, JobWaitTimeout, PollPolicy, VerificationJob
 from svc_async.testing import FakeService, VirtualClock
-from svc_async.webhooks.receiver import DEFAULT_PATH, WebhookReceiver
+from svc_async.webhooks import DEFAULT_PATH, WebhookReceiver
 
 from .conftest import serve_app
 

@@ -3,7 +3,7 @@
 A delivery is seen (a later equal one is a duplicate) from the moment it is taken, but
 only stays seen once its callbacks succeeded: failed callbacks are run again with
 backoff, and a delivery given up is forgotten so the service's redelivery is handled.
-The dedupe window (``MemoryLedger``) and the retrying (``LocalDispatcher``) sit behind
+The dedupe window (``MemoryLedger``) and the retrying (``MemoryBackend``) sit behind
 small seams a shared store can fill; their waits are injected, so nothing here sleeps.
 """
 
@@ -26,13 +26,9 @@ from svc_async.webhooks import (
     WebhookReceiver,
     parse_delivery,
 )
-from svc_async.webhooks.delivery import (
-    DeliveryJob,
-    DeliveryKey,
-    LocalDispatcher,
-    MemoryLedger,
-    delivery_key,
-)
+from svc_async.webhooks.core import DeliveryKey, MemoryLedger, delivery_key
+from svc_async.webhooks.delivery import Callbacks, DeliveryJob, MemoryBackend, ReceiverStats
+from svc_async.webhooks.waiters import Waiters
 
 from .conftest import load, serve_app
 
@@ -224,8 +220,11 @@ async def test_the_dispatcher_waits_the_policys_backoff_on_its_clock() -> None:
     waited = clock.slept
     finished: list[bool] = []
 
-    class Target:
+    policy = RetryPolicy(attempts=4, wait_initial=0.5, wait_max=1.5, wait_jitter=0)
+
+    class Target(MemoryBackend):
         def __init__(self, succeeds_at: int) -> None:
+            super().__init__(Callbacks(ReceiverStats(), policy), Waiters(), clock=clock)
             self.succeeds_at = succeeds_at
 
         async def attempt(self, job: DeliveryJob) -> bool:
@@ -234,16 +233,15 @@ async def test_the_dispatcher_waits_the_policys_backoff_on_its_clock() -> None:
         async def finish(self, job: DeliveryJob, done: bool) -> None:
             finished.append(done)
 
-    policy = RetryPolicy(attempts=4, wait_initial=0.5, wait_max=1.5, wait_jitter=0)
-    dispatcher = LocalDispatcher(Target(4), policy=policy, clock=clock)
+    dispatcher = Target(4)
     update = JobStatusUpdate(job_id=1, status="Processed")
-    dispatcher.submit(DeliveryJob(key=delivery_key(update), update=update, todo=[print]))
+    dispatcher.run(DeliveryJob(key=delivery_key(update), update=update, todo=[print]))
     await dispatcher.drain()
     assert waited == [0.5, 1.0, 1.5] and finished == [True]
 
     waited.clear()
-    dispatcher = LocalDispatcher(Target(0), policy=policy, clock=clock)  # never succeeds
-    dispatcher.submit(DeliveryJob(key=delivery_key(update), update=update, todo=[print]))
+    dispatcher = Target(0)  # never succeeds
+    dispatcher.run(DeliveryJob(key=delivery_key(update), update=update, todo=[print]))
     await dispatcher.drain()
     assert waited == [0.5, 1.0, 1.5] and finished == [True, False]  # 4 attempts, given up
 
@@ -255,11 +253,10 @@ def key(slot: str, version: str = "") -> DeliveryKey:
     return DeliveryKey(slot=slot, version=version, subject=slot)
 
 
-def test_the_memory_ledger_claims_completes_and_releases() -> None:
+def test_the_memory_ledger_claims_and_releases() -> None:
     ledger = MemoryLedger(size=2)
     assert ledger.claim(key("a")) and not ledger.claim(key("a"))  # in hand: a duplicate
-    ledger.complete(key("a"))
-    assert not ledger.claim(key("a"))  # handled: a duplicate
+    assert not ledger.claim(key("a"))  # handled (the claim stands for it): a duplicate
     ledger.release(key("a"))
     assert ledger.claim(key("a"))  # given up: taken again
     assert ledger.claim(key("e", "v1")) and ledger.claim(key("e", "v2"))  # a new version

@@ -9,8 +9,7 @@ query string, out of aiohttp's access log.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Mapping
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import yarl
 from aiohttp import web
@@ -19,28 +18,9 @@ from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 
 from ..redact import redact_url
-from .core import MAX_BODY, NOT_POST, Answer, RequestView
+from .core import MAX_BODY, NOT_POST, Answer, Receiving, RequestView
 
 __all__ = ["RedactedAccessLogger", "app", "handle", "routes"]
-
-
-class Receiving(Protocol):
-    """What the adapter uses of a ``WebhookReceiver``."""
-
-    def warn_if_open(self) -> None: ...
-
-    def start(self) -> None: ...
-
-    async def aclose(self, timeout: float | None = 10.0) -> None: ...
-
-    async def receive(
-        self,
-        body: AsyncIterable[bytes],
-        query: Any,
-        headers: Mapping[str, str],
-        *,
-        request: Any = None,
-    ) -> Answer: ...
 
 
 def routes(receiver: Receiving, path: str) -> list[web.RouteDef]:

@@ -11,12 +11,12 @@ are answered and shutdown drains the receiver; a mounted sub-app gets none, whic
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import parse_qsl
 
 from multidict import CIMultiDict, MultiDict
 
-from .core import NOT_POST, Answer, RequestView
+from .core import NOT_POST, Answer, Receiving, RequestView
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -26,22 +26,10 @@ Send = Callable[[Message], Awaitable[None]]
 __all__ = ["AsgiApp"]
 
 
-class _Receiver(Protocol):
-    """What the adapter uses of a ``WebhookReceiver`` (a protocol: no import circle)."""
-
-    max_body: int
-
-    async def receive(self, body: Any, query: Any, headers: Any, *, request: Any) -> Answer: ...
-
-    def start(self) -> None: ...
-
-    async def aclose(self) -> None: ...
-
-
 class AsgiApp:
     """``receiver.asgi()``: an ASGI 3 callable serving the receiver (http and lifespan)."""
 
-    def __init__(self, receiver: _Receiver) -> None:
+    def __init__(self, receiver: Receiving) -> None:
         self.receiver = receiver
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -28,7 +28,7 @@ import hmac
 import json
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import orjson
@@ -50,6 +50,7 @@ __all__ = [
     "DeliveryKey",
     "Inbound",
     "MemoryLedger",
+    "Receiving",
     "Secrets",
     "delivery_key",
     "refusal",
@@ -87,6 +88,23 @@ class RequestView:
     query: Any
     """A multi-mapping of the query (the secret among it)."""
     headers: Mapping[str, str]
+
+
+class Receiving(Protocol):
+    """What the adapters (aiohttp, ASGI, WSGI) use of a ``WebhookReceiver`` (a protocol:
+    no import circle)."""
+
+    max_body: int
+
+    def warn_if_open(self) -> None: ...
+
+    def start(self) -> None: ...
+
+    async def aclose(self, timeout: float | None = 10.0) -> None: ...
+
+    async def receive(
+        self, body: Any, query: Any, headers: Mapping[str, str], *, request: Any = None
+    ) -> Answer: ...
 
 
 def refusal(status: int, reason: str, *, close: bool = False) -> Answer:
@@ -306,9 +324,6 @@ class MemoryLedger:
         while len(self._slots) > self.size:
             self._slots.popitem(last=False)
         return not duplicate
-
-    def complete(self, key: DeliveryKey) -> None:
-        """Every callback of ``key`` succeeded: the claim already stands for it."""
 
     def release(self, key: DeliveryKey) -> None:
         """``key`` was given up: a redelivery of it is handled again."""

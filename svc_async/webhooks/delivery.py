@@ -1,11 +1,11 @@
 """Running deliveries through their callbacks, and the backend that holds them.
 
-A receiver chooses one ``Backend`` when it is made: ``MemoryBackend`` (this process)
-here, or the fleet's ``RedisBackend`` (``svc_async.webhooks.redis``). Both get the
-``Callbacks`` registry and the ``Waiters`` once, and both apply the rules of
+A receiver chooses one backend when it is made: ``MemoryBackend`` (this process)
+here, or the fleet's ``RedisBackend`` (``svc_async.webhooks.redis``), built on it. Both
+get the ``Callbacks`` registry and the ``Waiters`` once, and both apply the rules of
 ``svc_async.webhooks.core``: a delivery is *claimed* when it arrives (a failed claim is
 a duplicate), then *completed* once every callback succeeded, or *released* when they
-were given up, so a redelivery is handled again. ``LocalDispatcher`` runs a claimed
+were given up, so a redelivery is handled again. ``MemoryBackend`` runs a claimed
 delivery's callbacks in a task of this process, retrying the failed ones with backoff,
 in order per subject.
 """
@@ -16,13 +16,13 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
 from ..retry import RetryPolicy
-from .core import DeliveryKey, Inbound, MemoryLedger, delivery_key
+from .core import DeliveryKey, Inbound, MemoryLedger
 from .payloads import (
     Delivery,
     EntryCallback,
@@ -39,18 +39,7 @@ if TYPE_CHECKING:  # only a receiver given metrics= imports OpenTelemetry
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "Backend",
-    "Callbacks",
-    "DeliveryJob",
-    "DeliveryKey",
-    "LocalDispatcher",
-    "MemoryBackend",
-    "MemoryLedger",
-    "ReceiverStats",
-    "delivery_key",
-    "kind_name",
-]
+__all__ = ["Callbacks", "DeliveryJob", "MemoryBackend", "ReceiverStats", "kind_name"]
 
 
 @attrs.define(slots=True)
@@ -121,26 +110,24 @@ class Callbacks:
         self.status: list[StatusCallback] = []
         self.entry: list[EntryCallback] = []
         self.output: list[OutputFileCallback] = []
+        self._by_kind: dict[str, list[Any]] = {
+            "status": self.status,
+            "entry": self.entry,
+            "output_file": self.output,
+        }
 
     def __len__(self) -> int:
-        return len(self.status) + len(self.entry) + len(self.output)
+        return sum(map(len, self._by_kind.values()))
 
     def job(self, key: DeliveryKey, update: Delivery, body: bytes = b"") -> DeliveryJob:
         """The job running ``update`` through its kind's callbacks."""
-        callbacks: list[Any]
-        if isinstance(update, JobStatusUpdate):
-            callbacks = self.status
-        elif isinstance(update, EntryUpdate):
-            callbacks = self.entry
-        else:
-            callbacks = self.output
-        return DeliveryJob(key=key, update=update, todo=list(callbacks), body=body)
+        todo = list(self._by_kind[kind_name(update)])
+        return DeliveryJob(key=key, update=update, todo=todo, body=body)
 
     def kinds(self) -> frozenset[str]:
         """The kinds of a fleet's shared deliveries this receiver can run: only those it
         has callbacks for (a replica never takes a delivery it cannot run)."""
-        kinds = ("status",) if self.status else ()
-        return frozenset(kinds + (("entry",) if self.entry else ()))
+        return frozenset(kind for kind in ("status", "entry") if self._by_kind[kind])
 
     async def attempt(self, job: DeliveryJob) -> bool:
         """Run the callbacks of ``job`` that have not succeeded yet; True when all have."""
@@ -189,46 +176,71 @@ class Callbacks:
         )
 
 
-class Target(Protocol):
-    """What a ``LocalDispatcher`` runs jobs with: a backend."""
+class MemoryBackend:
+    """Where a receiver's claimed deliveries are held and run, chosen once, at
+    construction: here, in this process, deduplicated over the last ``dedupe_size``
+    slots, each run in a task (the fleet's ``RedisBackend`` is built on this one).
 
-    async def attempt(self, job: DeliveryJob) -> bool:
-        """Run a job's remaining callbacks once; True when none is left."""
-        ...
-
-    async def finish(self, job: DeliveryJob, done: bool) -> None:
-        """Settle a job: done (True) or given up (False)."""
-        ...
-
-
-class LocalDispatcher:
-    """Runs each job in a task of this process, retrying failed callbacks.
-
-    A job gets up to ``policy.attempts`` runs (``target.attempt``), waiting
-    ``policy.backoff(n)`` after the n-th failed one on ``clock`` (a virtual one in
-    tests), then is settled (``target.finish``). A job waits for the job before it
-    about the same subject, so retries never reorder them.
+    A job gets up to ``policy.attempts`` runs (``attempt``), waiting ``policy.backoff(n)``
+    after the n-th failed one on ``clock`` (a virtual one in tests), then is settled
+    (``finish``). A job waits for the job before it about the same subject, so retries
+    never reorder them. The fleet's ``RedisBackend`` runs its jobs the same way.
     """
 
-    def __init__(self, target: Target, *, policy: RetryPolicy, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.target = target
-        self.policy = policy
+    def __init__(
+        self,
+        callbacks: Callbacks,
+        waiters: Waiters,
+        *,
+        dedupe_size: int = 10_000,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.callbacks = callbacks
+        self.waiters = waiters
+        self.ledger = MemoryLedger(dedupe_size)
+        self.policy = callbacks.policy
         self.clock = clock
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._runs: set[asyncio.Task[None]] = set()
         self._last: dict[str, asyncio.Task[None]] = {}
+
+    def key(self, inbound: Inbound, secret: int) -> DeliveryKey:
+        """The key of a delivery that came with the ``secret``-th secret (one process,
+        one namespace: the secret does not matter)."""
+        del secret
+        return inbound.key
+
+    async def claim(self, key: DeliveryKey) -> bool:
+        """Take ``key`` for handling: False when it is a duplicate (handled or in hand)."""
+        return self.ledger.claim(key)
+
+    def announce(self, update: JobStatusUpdate) -> None:
+        """Wake the waiters of a claimed status update."""
+        self.waiters.wake(update)
+
+    async def submit(self, job: DeliveryJob) -> None:
+        """Queue a claimed job: run its callbacks; with none, it is handled already."""
+        if job.todo:
+            self.run(job)
+
+    def start(self) -> None:
+        """Take shared deliveries and wake-ups from now on: here nothing is shared."""
+
+    def refresh(self) -> None:
+        """The callbacks changed: here nothing is shared, nothing to read."""
 
     @property
     def pending(self) -> int:
-        """Jobs queued or running."""
-        return len(self._tasks)
+        """Jobs queued or running in this process."""
+        return len(self._runs)
 
-    def submit(self, job: DeliveryJob, *, in_order: bool = True) -> None:
-        """Run ``job``: after the job before it about its subject when ``in_order``
-        (False: the caller keeps the order itself, as a fleet does across replicas)."""
+    def run(self, job: DeliveryJob, *, in_order: bool = True) -> None:
+        """Run ``job`` in a task: after the job before it about its subject when
+        ``in_order`` (False: the caller keeps the order itself, as a fleet does across
+        replicas)."""
         before = self._last.get(job.key.subject) if in_order else None
         task = asyncio.get_running_loop().create_task(self._run(job, before))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._runs.add(task)
+        task.add_done_callback(self._runs.discard)
         if in_order:
             self._last[job.key.subject] = task
             task.add_done_callback(lambda done: self._forget(job.key.subject, done))
@@ -243,25 +255,36 @@ class LocalDispatcher:
                 await asyncio.wait([before])  # its outcome does not matter, only its end
             while True:
                 job.attempts += 1
-                if await self.target.attempt(job):
-                    await self.target.finish(job, True)
+                if await self.attempt(job):
+                    await self.finish(job, True)
                     return
                 if job.attempts >= self.policy.attempts:
                     break
                 await self.clock.sleep(self.policy.backoff(job.attempts))
         except asyncio.CancelledError:
-            await self.target.finish(job, False)
+            await self.finish(job, False)
             raise
-        await self.target.finish(job, False)
+        await self.finish(job, False)
+
+    async def attempt(self, job: DeliveryJob) -> bool:
+        """Run a job's remaining callbacks once; True when none is left."""
+        return await self.callbacks.attempt(job)
+
+    async def finish(self, job: DeliveryJob, done: bool) -> None:
+        """Settle in the ledger: handled (the claim stands for it), or given up (a
+        redelivery is handled)."""
+        if not done:
+            self.callbacks.given_up(job)
+            self.ledger.release(job.key)
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait for the jobs queued so far (or until ``timeout``)."""
-        if self._tasks:
-            await wait_tasks(self.clock, self._tasks, timeout)
+        if self._runs:
+            await wait_tasks(self.clock, self._runs, timeout)
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
         """Wait for the queued jobs up to ``timeout``, then cancel (give up) the rest."""
-        tasks = set(self._tasks)
+        tasks = set(self._runs)
         if not tasks:
             return
         _, late = await wait_tasks(self.clock, tasks, timeout)
@@ -269,108 +292,3 @@ class LocalDispatcher:
             task.cancel()
         if late:
             await asyncio.wait(late)
-
-
-class Backend(Protocol):
-    """Where a receiver's claimed deliveries are held and run: chosen once, at
-    construction (``MemoryBackend``, or the fleet's ``RedisBackend``)."""
-
-    def key(self, inbound: Inbound, secret: int) -> DeliveryKey:
-        """The key of a delivery that came with the ``secret``-th secret."""
-        ...
-
-    async def claim(self, key: DeliveryKey) -> bool:
-        """Take ``key`` for handling: False when it is a duplicate (handled or in hand)."""
-        ...
-
-    def announce(self, update: JobStatusUpdate) -> None:
-        """Wake the waiters of a claimed status update (in a fleet: in every process)."""
-        ...
-
-    async def submit(self, job: DeliveryJob) -> None:
-        """Queue a claimed job; it is completed or released once it settles."""
-        ...
-
-    def start(self) -> None:
-        """Take shared deliveries and wake-ups from now on (needs a running loop)."""
-        ...
-
-    def refresh(self) -> None:
-        """The callbacks changed: a started backend reads the kinds it can run now."""
-        ...
-
-    @property
-    def pending(self) -> int:
-        """Jobs queued or running in this process."""
-        ...
-
-    async def drain(self, timeout: float | None = None) -> None:
-        """Wait for the jobs taken so far (or until ``timeout``)."""
-        ...
-
-    async def aclose(self, timeout: float | None = 10.0) -> None:
-        """Let running jobs finish up to ``timeout``, give up the rest, let go."""
-        ...
-
-
-class MemoryBackend:
-    """Deliveries held in this process: deduplicated over the last ``dedupe_size``
-    slots, run by a ``LocalDispatcher`` (the ``Backend`` without a fleet)."""
-
-    def __init__(
-        self,
-        callbacks: Callbacks,
-        waiters: Waiters,
-        *,
-        dedupe_size: int = 10_000,
-        clock: Clock = SYSTEM_CLOCK,
-    ) -> None:
-        self.callbacks = callbacks
-        self.waiters = waiters
-        self.ledger = MemoryLedger(dedupe_size)
-        self.runner = LocalDispatcher(self, policy=callbacks.policy, clock=clock)
-
-    def key(self, inbound: Inbound, secret: int) -> DeliveryKey:
-        """One process, one namespace: the secret does not matter."""
-        del secret
-        return inbound.key
-
-    async def claim(self, key: DeliveryKey) -> bool:
-        return self.ledger.claim(key)
-
-    def announce(self, update: JobStatusUpdate) -> None:
-        self.waiters.wake(update)
-
-    async def submit(self, job: DeliveryJob) -> None:
-        """Run ``job``'s callbacks; with none, it is handled already."""
-        if job.todo:
-            self.runner.submit(job)
-        else:
-            self.ledger.complete(job.key)
-
-    def start(self) -> None:
-        """Nothing is shared: nothing to take."""
-
-    def refresh(self) -> None:
-        """Nothing is shared: nothing to read."""
-
-    @property
-    def pending(self) -> int:
-        return self.runner.pending
-
-    async def attempt(self, job: DeliveryJob) -> bool:
-        return await self.callbacks.attempt(job)
-
-    async def finish(self, job: DeliveryJob, done: bool) -> None:
-        """Settle in the ledger: handled, or given up (a redelivery is handled)."""
-        if done:
-            self.ledger.complete(job.key)
-            return
-        self.callbacks.given_up(job)
-        self.ledger.release(job.key)
-
-    async def drain(self, timeout: float | None = None) -> None:
-        await self.runner.drain(timeout)
-
-    async def aclose(self, timeout: float | None = 10.0) -> None:
-        await self.runner.aclose(timeout)

@@ -4,7 +4,7 @@ A job status update ``{id, status}``, an entry update ``{entry, eventId}`` or
 ``{entry, seasonId}`` (the full Entry), and an output file (``{id, verificationJobId,
 status, downloadURL, ...}``). Ids are read exactly: orjson turns an integer beyond 64 bits
 into a float, so a body with such a number is decoded again by the standard library.
-``svc_async.webhooks.receiver`` re-exports every public name.
+``svc_async.webhooks`` re-exports every public name.
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ _EXACT_FLOAT_LIMIT = 2**53
 """Floats at or beyond this size are not exact integers: they are refused as ids."""
 
 
-def _load(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
+def decode_body(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A delivery body as JSON data (a JSON object, every integer exact); no kind yet."""
     if isinstance(body, Mapping):
         return body
     if not isinstance(body, bytes | bytearray | memoryview | str):
@@ -148,10 +149,7 @@ def parse_status_update(
     extra fields are ignored. Raises ``WebhookPayloadError`` for anything else.
     """
     del headers  # reserved: the service sends no signature or event-type header yet
-    return _status_update(_load(body))
-
-
-def _status_update(data: Mapping[str, Any]) -> JobStatusUpdate:
+    data = decode_body(body)
     is_test = _is_test(data.get("isTest"))
     job_id = _positive(data.get("id"), "id", is_test)
     status = data.get("status")
@@ -188,10 +186,7 @@ def parse_entry_update(
     exactly one of ``eventId``/``seasonId`` is given.
     """
     del headers
-    return _entry_update(_load(body))
-
-
-def _entry_update(data: Mapping[str, Any]) -> EntryUpdate:
+    data = decode_body(body)
     is_test = _is_test(data.get("isTest"))
     scopes = [key for key in ("eventId", "seasonId") if data.get(key) is not None]
     if len(scopes) != 1:
@@ -211,10 +206,7 @@ def parse_output_file(
     """Parse an output-file callback (``{id, verificationJobId, status, downloadURL,
     operation, fileType}``) into an ``OutputFile``; ``WebhookPayloadError`` otherwise."""
     del headers
-    return _output_file(_load(body))
-
-
-def _output_file(data: Mapping[str, Any]) -> OutputFileUpdate:
+    data = decode_body(body)
     is_test = _is_test(data.get("isTest"))
     _positive(data.get("id"), "id", is_test)
     _positive(data.get("verificationJobId"), "verificationJobId", is_test)
@@ -233,21 +225,16 @@ def parse_delivery(
     update, ``verificationJobId`` (or ``operation``/``fileType``) an output file, and
     anything else must be a status update ``{id, status}``."""
     del headers
-    return delivery_of(_load(body))
-
-
-def decode_body(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
-    """A delivery body as JSON data (a JSON object, every integer exact); no kind yet."""
-    return _load(body)
+    return delivery_of(decode_body(body))
 
 
 def delivery_of(data: Mapping[str, Any]) -> Delivery:
     """The delivery a decoded body holds, its kind told by its shape."""
     if "entry" in data:
-        return _entry_update(data)
+        return parse_entry_update(data)
     if any(key in data for key in _OUTPUT_FILE_KEYS):
-        return _output_file(data)
-    return _status_update(data)
+        return parse_output_file(data)
+    return parse_status_update(data)
 
 
 def describe(update: Delivery) -> str:

@@ -27,6 +27,8 @@ from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
 from ..errors import WebhookPayloadError, WebhookVerificationError
 from ..fleet import fleet_url
 from ..retry import RetryPolicy
+from . import aiohttp as adapter
+from .asgi import AsgiApp
 from .body import read_body
 from .core import (
     ACCEPTED,
@@ -40,7 +42,7 @@ from .core import (
     Secrets,
     refusal,
 )
-from .delivery import Backend, Callbacks, MemoryBackend, ReceiverStats
+from .delivery import Callbacks, MemoryBackend, ReceiverStats
 from .payloads import (
     Delivery,
     EntryCallback,
@@ -50,45 +52,19 @@ from .payloads import (
     OutputFileUpdate,
     StatusCallback,
     describe,
-    parse_delivery,
-    parse_entry_update,
-    parse_output_file,
-    parse_status_update,
 )
 from .waiters import JobSubscription, Waiters
+from .wsgi import WsgiApp
 
 if TYPE_CHECKING:
     from aiohttp import web
     from opentelemetry.metrics import MeterProvider
 
     from .._pipeline.metrics import Metrics
-    from .asgi import AsgiApp
-    from .wsgi import WsgiApp
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "DEFAULT_CALLBACK_RETRY",
-    "DEFAULT_PATH",
-    "MAX_BODY",
-    "Answer",
-    "Delivery",
-    "EntryCallback",
-    "EntryUpdate",
-    "JobStatusUpdate",
-    "JobSubscription",
-    "OutputFileCallback",
-    "OutputFileUpdate",
-    "ReceiverStats",
-    "StatusCallback",
-    "Verifier",
-    "WebhookPayloadError",
-    "WebhookReceiver",
-    "parse_delivery",
-    "parse_entry_update",
-    "parse_output_file",
-    "parse_status_update",
-]
+__all__ = ["DEFAULT_CALLBACK_RETRY", "Verifier", "WebhookPayloadError", "WebhookReceiver"]
 
 DEFAULT_CALLBACK_RETRY = RetryPolicy(attempts=5, wait_initial=1.0, wait_max=30.0)
 """How failed callbacks are retried by default: 5 runs, waits of up to 1, 2, 4, 8 s."""
@@ -217,7 +193,7 @@ class WebhookReceiver:
         """The OpenTelemetry instruments of ``metrics=`` (None when off)."""
         self._callbacks = Callbacks(self.stats, callback_retry, self.metrics)
         self._waiters = Waiters()
-        self._backend: Backend
+        self._backend: MemoryBackend
         url = fleet_url(fleet)
         if url is None:
             self._backend = MemoryBackend(
@@ -284,8 +260,6 @@ class WebhookReceiver:
         in FastAPI or Starlette, Litestar's ``asgi(..., is_mount=True)``, or alone under
         uvicorn or hypercorn. A mounted app gets no lifespan of its own: pass
         ``lifespan=receiver.lifespan`` to the parent."""
-        from .asgi import AsgiApp
-
         return AsgiApp(self)
 
     @contextlib.asynccontextmanager
@@ -301,8 +275,6 @@ class WebhookReceiver:
     def wsgi(self, portal: LoopThread | None = None) -> WsgiApp:
         """A WSGI app for Flask, Django on WSGI and gunicorn's sync workers; the receiver
         runs on the process's ``LoopThread`` (or ``portal``)."""
-        from .wsgi import WsgiApp
-
         return WsgiApp(self, portal)
 
     def close(self, timeout: float | None = 10.0, *, portal: LoopThread | None = None) -> None:
@@ -314,20 +286,14 @@ class WebhookReceiver:
 
     def routes(self, path: str = DEFAULT_PATH) -> list[web.RouteDef]:
         """Route definitions to add to your app: ``app.add_routes(receiver.routes())``."""
-        from . import aiohttp as adapter
-
         return adapter.routes(self, path)
 
     def app(self, path: str = DEFAULT_PATH) -> web.Application:
         """A small aiohttp application serving only the receiver; it drains on shutdown."""
-        from . import aiohttp as adapter
-
         return adapter.app(self, path)
 
     async def handle(self, request: web.Request) -> web.Response:
         """The aiohttp handler: ``receive`` with the request's streamed body."""
-        from . import aiohttp as adapter
-
         return await adapter.handle(self, request)
 
     def warn_if_open(self) -> None:
@@ -455,7 +421,7 @@ class WebhookReceiver:
     @property
     def subscribed_jobs(self) -> frozenset[int]:
         """The job ids someone is subscribed to now."""
-        return self._waiters.jobs
+        return self._waiters.subscribed_jobs
 
     # ------------------------------------------------------------ lifecycle
 
@@ -471,20 +437,21 @@ class WebhookReceiver:
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait until the deliveries taken so far are done or given up (or ``timeout``)."""
-        end = None if timeout is None else self.clock.now() + timeout
-        if self._tasks:
-            await wait_tasks(self.clock, self._tasks, timeout)
-        await self._backend.drain(None if end is None else max(0.0, end - self.clock.now()))
+        await self._backend.drain(await self._dispatched(timeout))
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
         """Refuse new deliveries (503), let running callbacks finish, give up stragglers."""
         self._closed = True
+        await self._backend.aclose(await self._dispatched(timeout))
+        for task in set(self._tasks):
+            task.cancel()
+
+    async def _dispatched(self, timeout: float | None) -> float | None:
+        """Wait for the ``dispatch`` hand-overs within ``timeout``; what is left of it."""
         end = None if timeout is None else self.clock.now() + timeout
         if self._tasks:
             await wait_tasks(self.clock, self._tasks, timeout)
-        await self._backend.aclose(None if end is None else max(0.0, end - self.clock.now()))
-        for task in set(self._tasks):
-            task.cancel()
+        return None if end is None else max(0.0, end - self.clock.now())
 
     async def __aenter__(self) -> Self:
         self._backend.start()

@@ -5,10 +5,10 @@ each delivery by its key's ``scope`` (the namespace: the account's, or the webho
 secret's the delivery came with, so replicas on ``s1`` and on ``["s1", "s2"]`` share a
 rotation), and applies the rules of ``svc_async.webhooks.core`` fleet-wide:
 
-* dedupe (``FleetLedger``): a delivery slot is claimed with one atomic script, so the
+* dedupe (``claim``): a delivery slot is claimed with one atomic script, so the
   same delivery sent to two replicas is taken by one. A claim is remembered for
   ``dedupe_window`` seconds: Redis holds recent history only.
-* order and at-least-once (``FleetDispatcher``): a claimed delivery's body, as it was
+* order and at-least-once (``submit``): a claimed delivery's body, as it was
   received, is sealed (``seal``) and added to its kind's stream with its place in its
   subject's order, in one script. Replicas read only the kinds they have callbacks
   for, so none takes a delivery it cannot run; each entry is parsed once there. A job
@@ -41,9 +41,9 @@ from ..errors import WebhookPayloadError
 from ..fleet.keys import GROUP, KINDS, Keys, scope_for
 from ..fleet.seal import Seal
 from ..fleet.store import Store, cancel_and_wait
-from .core import DeliveryKey, Inbound, MemoryLedger, Secrets
-from .delivery import Callbacks, DeliveryJob, LocalDispatcher
-from .payloads import Delivery, EntryUpdate, JobStatusUpdate, parse_delivery
+from .core import DeliveryKey, Inbound, Secrets
+from .delivery import Callbacks, DeliveryJob, MemoryBackend, kind_name
+from .payloads import JobStatusUpdate, parse_delivery
 from .waiters import Waiters
 from .wake import JobWake
 
@@ -194,50 +194,6 @@ return gone
 """
 
 
-def kind_of(update: Delivery) -> str | None:
-    """The stream a delivery travels through (None: it runs where it was received)."""
-    if isinstance(update, JobStatusUpdate):
-        return "status"
-    if isinstance(update, EntryUpdate):
-        return "entry"
-    return None
-
-
-class FleetLedger:
-    """The dedupe window of every replica, in Redis (``DeliveryLedger``): the last
-    ``size`` delivery slots claimed within ``window`` seconds, so Redis holds a bounded
-    window, never the history. This process's own window (``local``, of the same size)
-    answers while the store is away."""
-
-    def __init__(self, store: Store, *, window: float = DEDUPE_WINDOW, size: int = 10_000) -> None:
-        self.store = store
-        self.local = MemoryLedger(size)
-        self.window_ms = int(window * 1000)
-        self.size = size
-        self._claim = store.redis.register_script(_CLAIM)
-        self._release = store.redis.register_script(_RELEASE)
-
-    async def claim(self, key: DeliveryKey) -> bool:
-        """True unless the same delivery was claimed by any replica (or, with the store
-        away, by this process) within the window."""
-        here = self.local.claim(key)
-        if self.size == 0:
-            return True
-        keys = _seen(key.scope)
-        args = [key.slot, key.version, self.window_ms, self.size]
-        answer = await self.store.run(lambda r: self._claim(keys=keys, args=args, client=r))
-        return here if answer is None else bool(answer)
-
-    async def complete(self, key: DeliveryKey) -> None:
-        """The claim stands for the handled delivery (until the window passes it)."""
-
-    async def release(self, key: DeliveryKey) -> None:
-        """Forget a given-up delivery so a redelivery is handled again."""
-        self.local.release(key)
-        keys, args = _seen(key.scope), [key.slot, key.version]
-        await self.store.run(lambda r: self._release(keys=keys, args=args, client=r))
-
-
 def _seen(scope: str) -> list[str]:
     keys = Keys(scope)
     return [keys.seen, keys.seen_ages]
@@ -255,84 +211,135 @@ class _Held:
 
 
 @attrs.define(eq=False)
-class _Sent:
-    """A delivery this replica added to a stream, kept until it settled anywhere."""
+class _Sent(_Held):
+    """A delivery this replica added to a stream (where, as ``_Held``), kept until it
+    settled anywhere."""
 
     job: DeliveryJob
-    stream: str
-    entry_id: bytes
-    order: str
-    seq: int
     epoch: bytes
-    gen: bytes
     added: float
 
 
-class FleetDispatcher:
-    """Runs the deliveries of any replica through per-kind streams (see the module).
+async def _renew(stream: str, consumer: str, ids: list[bytes], redis: Any) -> None:
+    """Reset the idle time of entries this replica holds: it is alive and on them."""
+    await redis.xclaim(stream, GROUP, consumer, 0, ids, justid=True)
 
-    ``callbacks`` are this receiver's (the kinds it reads, and each job's run);
-    ``ledger`` settles each job's claim; ``local`` runs jobs in this process, with this
-    dispatcher as their target (``attempt`` in turn, ``finish`` settling everywhere).
+
+async def _call(script: Any, keys: list[str], args: list[Any], redis: Any) -> Any:
+    """Run one of the scripts (``store.run`` hands it the client)."""
+    return await script(keys=keys, args=args, client=redis)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _fields(raw: Any) -> dict[str, bytes]:
+    """A stream entry's fields as a dict (redis-py gives one; a script, a flat list)."""
+    if isinstance(raw, dict):
+        return {_text(k): v for k, v in raw.items()}
+    pairs = list(raw)
+    return {_text(pairs[i]): pairs[i + 1] for i in range(0, len(pairs), 2)}
+
+
+class RedisBackend(MemoryBackend):
+    """The fleet's backend for one ``WebhookReceiver``: its dedupe window, streams and
+    job wake-ups on the Redis at ``url`` (see the module). Its jobs run in this process
+    as ``MemoryBackend`` runs them, each in its turn fleet-wide; the inherited ``ledger``
+    is this process's own window (of the same size), which answers while the store is
+    away.
+
+    With ``account`` every delivery belongs to the account's namespace; without it, to
+    the namespace of the secret it came with (``scope_for``), so replicas that share a
+    secret share its deliveries through a rotation.
     """
 
     def __init__(
         self,
-        store: Store,
-        scopes: Iterable[str],
-        seals: Mapping[str, Seal],
-        *,
+        url: str,
         callbacks: Callbacks,
-        ledger: FleetLedger,
+        waiters: Waiters,
+        *,
+        secrets: Secrets,
+        account: str | None,
         clock: Clock,
         claim_after: float = 30.0,
+        dedupe_window: float = DEDUPE_WINDOW,
+        dedupe_size: int = 10_000,
+        metrics: Metrics | None = None,
     ) -> None:
-        self.store = store
-        self.scopes = tuple(dict.fromkeys(scopes))
-        self.seals = dict(seals)
+        super().__init__(callbacks, waiters, dedupe_size=dedupe_size, clock=clock)
+        self.seals = [Seal(secret) for secret in secrets.values]
+        self._by_kid = {seal.kid: seal for seal in self.seals}
+        self._secret_scopes = [scope_for(account, secret) for secret in secrets.values or (b"",)]
+        self.scopes = tuple(dict.fromkeys(self._secret_scopes))
+        self.store = Store(url, clock=clock, metrics=metrics, role="receiver")
+        self.window_ms = int(dedupe_window * 1000)
         self.claim_after = claim_after
-        self.clock = clock
-        self.callbacks = callbacks
-        self.ledger = ledger
-        self.local = LocalDispatcher(self, policy=callbacks.policy, clock=clock)
         self.consumer = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+        self.wake = JobWake(self.store, waiters, [Keys(scope).channel for scope in self.scopes])
+        """The job wake-ups of this receiver's namespaces."""
         self._held: dict[DeliveryJob, _Held] = {}
         self._sent: dict[DeliveryJob, _Sent] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()  # settlements and wake-ups being written
         self._readers: dict[str, asyncio.Task[None]] = {}
         self._keeper: asyncio.Task[None] | None = None
         self._closed = False
-        redis = store.redis
+        self._listening = False
+        redis = self.store.redis
+        self._claim = redis.register_script(_CLAIM)
+        self._release = redis.register_script(_RELEASE)
         self._enqueue = redis.register_script(_ENQUEUE)
         self._prepare = redis.register_script(_PREPARE)
-        self._settle_script = redis.register_script(_SETTLE)
+        self._settle = redis.register_script(_SETTLE)
         self._sweep = redis.register_script(_SWEEP)
         self._tidy = redis.register_script(_TIDY)
 
-    @property
-    def pending(self) -> int:
-        """Jobs queued or running in this process (and settlements being written)."""
-        return self.local.pending + len(self._tasks)
+    def key(self, inbound: Inbound, secret: int) -> DeliveryKey:
+        """The key placed in the namespace of the delivery's secret (by its index in the
+        receiver's secrets), sealed with that secret's key."""
+        kid = self.seals[secret].kid if self.seals else ""
+        scope = self._secret_scopes[secret if self.seals else 0]
+        return attrs.evolve(inbound.key, scope=scope, kid=kid)
+
+    async def claim(self, key: DeliveryKey) -> bool:
+        """True unless the same delivery was claimed by any replica (or, with the store
+        away, by this process) within the last ``dedupe_size`` slots and
+        ``dedupe_window`` seconds: Redis holds a bounded window, never the history."""
+        here = self.ledger.claim(key)
+        if self.ledger.size == 0:
+            return True
+        keys = _seen(key.scope)
+        args = [key.slot, key.version, self.window_ms, self.ledger.size]
+        answer = await self._script(self._claim, keys, args)
+        return here if answer is None else bool(answer)
+
+    def announce(self, update: JobStatusUpdate) -> None:
+        """Wake this process's waiters now, and every other process's through Redis."""
+        super().announce(update)
+        self._spawn(self.wake.publish(update.job_id, str(update.status)))
 
     @property
-    def held(self) -> int:
-        """Stream entries this replica holds now (running, waiting their turn or retrying)."""
-        return len(self._held)
+    def pending(self) -> int:
+        """Jobs queued or running in this process (and settlements and wake-ups being
+        written)."""
+        return super().pending + len(self._tasks)
 
     # ------------------------------------------------------------ adding
 
     async def submit(self, job: DeliveryJob) -> None:
-        """Add the delivery to its kind's stream (or run it here: an output file, an
-        entry update with no key to seal it, or the store away)."""
-        self.start()
-        kind = kind_of(job.update)
-        seal = self.seals.get(job.key.kid)
-        if kind is None or not job.key.scope or (kind == "entry" and seal is None):
-            self.local.submit(job)
+        """Add the delivery to its kind's stream, even with no callback here: another
+        replica may have one (or run it here: an output file, an entry update with no
+        key to seal it, or the store away)."""
+        self._take_streams()
+        kind = kind_name(job.update)
+        seal = self._by_kid.get(job.key.kid)
+        if kind == "output_file" or not job.key.scope or (kind == "entry" and seal is None):
+            self.run(job)
             return
         added = await self._add(job, kind, seal)
         if added is None:
-            self.local.submit(job)
+            self.run(job)
             return
         self._sent[job] = added
         self._keep()
@@ -351,17 +358,26 @@ class FleetDispatcher:
         ]
         fields += ["kid", seal.kid if seal is not None else "", "body", sealed]
         args = [_ORDER_TTL_MS, GROUP, os.urandom(8).hex(), os.urandom(8).hex(), *fields]
-        script = self._enqueue
-        names = [stream, order, keys.epoch]
-        answer = await self.store.run(lambda r: script(keys=names, args=args, client=r))
+        answer = await self._script(self._enqueue, [stream, order, keys.epoch], args)
         if answer is None:
             return None
         entry_id, seq, epoch, gen = answer
-        return _Sent(job, stream, entry_id, order, int(seq), epoch, gen, self.clock.now())
+        return _Sent(stream, entry_id, order, int(seq), gen, job, epoch, self.clock.now())
 
     # ------------------------------------------------------------ reading
 
     def start(self) -> None:
+        """Receive the fleet's job wake-ups and deliveries in this process from now on."""
+        self._listening = True
+        self.wake.listen()
+        self._take_streams()
+
+    def refresh(self) -> None:
+        """The receiver gained a callback: if it listens already, take deliveries now."""
+        if self._listening:
+            self._take_streams()
+
+    def _take_streams(self) -> None:
         """Read this receiver's scopes' streams from now on (once; needs a running loop),
         for the kinds it has callbacks for; a receiver with none takes nothing."""
         if self._closed or not self.callbacks.kinds():
@@ -414,7 +430,7 @@ class FleetDispatcher:
             self._held[job] = _Held(stream, entry_id, order, seq, gen)
             # Ordered by the fleet (``_turn``), not behind this replica's later jobs: a
             # job taken over from a dead replica may come before one already here.
-            self.local.submit(job, in_order=False)
+            self.run(job, in_order=False)
 
     def _job_of(self, scope: str, fields: Mapping[str, bytes]) -> DeliveryJob | None:
         """The job of a stream entry; None when this replica cannot run it (left for one
@@ -423,7 +439,7 @@ class FleetDispatcher:
         try:
             body: bytes | None = fields["body"]
             if kid:
-                seal = self.seals.get(kid)
+                seal = self._by_kid.get(kid)
                 if seal is None:
                     return None  # sealed with a secret this replica does not hold
                 body = seal.open(fields["body"])
@@ -450,7 +466,7 @@ class FleetDispatcher:
         held = self._held.get(job)
         if held is not None and job.attempts == 1:
             await self._turn(held)
-        return await self.callbacks.attempt(job)
+        return await super().attempt(job)
 
     async def _turn(self, held: _Held) -> None:
         """Wait until the delivery before this one settled (or the store lost the order,
@@ -475,9 +491,10 @@ class FleetDispatcher:
     async def finish(self, job: DeliveryJob, done: bool) -> None:
         """Settle a job: its claim (kept, or released when given up), then its entry."""
         try:
-            if not done:
-                self.callbacks.given_up(job)
-                await self.ledger.release(job.key)
+            await super().finish(job, done)
+            if not done:  # forgotten fleet-wide too: a redelivery is handled again
+                keys, args = _seen(job.key.scope), [job.key.slot, job.key.version]
+                await self._script(self._release, keys, args)
         finally:
             held = self._held.pop(job, None)
             if held is not None and (done or not self._closed):
@@ -485,9 +502,11 @@ class FleetDispatcher:
 
     async def _settled(self, held: _Held) -> None:
         args = [GROUP, held.entry_id, held.seq, held.gen]
-        script = self._settle_script
-        keys = [held.stream, held.order]
-        await self.store.run(lambda r: script(keys=keys, args=args, client=r))
+        await self._script(self._settle, [held.stream, held.order], args)
+
+    async def _script(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """Run one of the scripts on the store (None: the store is away)."""
+        return await self.store.run(functools.partial(_call, script, keys, args))
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -532,8 +551,7 @@ class FleetDispatcher:
     async def _sweep_scope(self, scope: str, sent: list[_Sent]) -> None:
         keys = [Keys(scope).epoch, *(key for s in sent for key in (s.order, s.stream))]
         args = [arg for s in sent for arg in (s.seq, s.entry_id, s.epoch, s.gen)]
-        script = self._sweep
-        states = await self.store.run(lambda r: script(keys=keys, args=args, client=r))
+        states = await self._script(self._sweep, keys, args)
         if states is None:
             return
         for item, state in zip(sent, states, strict=True):
@@ -547,140 +565,27 @@ class FleetDispatcher:
 
     async def _forget_dead(self) -> None:
         streams = [Keys(scope).stream(kind) for scope in self.scopes for kind in KINDS]
-        script = self._tidy
         args = [GROUP, _DEAD_CONSUMER_MS]
         for stream in streams:  # one at a time: each may live in another cluster slot
-            await self.store.run(functools.partial(_call, script, [stream], args))
+            await self._script(self._tidy, [stream], args)
 
     # ------------------------------------------------------------ ending
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait for the jobs this process holds (or until ``timeout``)."""
-        await self.local.drain(timeout)
+        await super().drain(timeout)
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=self.store.timeout * 2)
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
-        """Stop reading, let running jobs finish up to ``timeout``."""
+        """Stop reading, let running jobs finish up to ``timeout``, give up the rest, stop
+        listening, close the store."""
         self._closed = True
         for reader in self._readers.values():
             await cancel_and_wait(reader, self.store.timeout)
-        await self.local.aclose(timeout)
+        await super().aclose(timeout)
         if self._keeper is not None:
             await cancel_and_wait(self._keeper, self.store.timeout)
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=self.store.timeout * 2)
-
-
-async def _renew(stream: str, consumer: str, ids: list[bytes], redis: Any) -> None:
-    """Reset the idle time of entries this replica holds: it is alive and on them."""
-    await redis.xclaim(stream, GROUP, consumer, 0, ids, justid=True)
-
-
-async def _call(script: Any, keys: list[str], args: list[Any], redis: Any) -> Any:
-    return await script(keys=keys, args=args, client=redis)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _fields(raw: Any) -> dict[str, bytes]:
-    """A stream entry's fields as a dict (redis-py gives one; a script, a flat list)."""
-    if isinstance(raw, dict):
-        return {_text(k): v for k, v in raw.items()}
-    pairs = list(raw)
-    return {_text(pairs[i]): pairs[i + 1] for i in range(0, len(pairs), 2)}
-
-
-class RedisBackend:
-    """The fleet's ``Backend`` for one ``WebhookReceiver``: its ledger, dispatcher and job
-    wake-ups on the Redis at ``url``.
-
-    With ``account`` every delivery belongs to the account's namespace; without it, to
-    the namespace of the secret it came with (``scope_for``), so replicas that share a
-    secret share its deliveries through a rotation.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        callbacks: Callbacks,
-        waiters: Waiters,
-        *,
-        secrets: Secrets,
-        account: str | None,
-        clock: Clock,
-        claim_after: float = 30.0,
-        dedupe_window: float = DEDUPE_WINDOW,
-        dedupe_size: int = 10_000,
-        metrics: Metrics | None = None,
-    ) -> None:
-        self.seals = [Seal(secret) for secret in secrets.values]
-        self._scopes = [scope_for(account, secret) for secret in secrets.values or (b"",)]
-        self.store = Store(url, clock=clock, metrics=metrics, role="receiver")
-        self.ledger = FleetLedger(self.store, window=dedupe_window, size=dedupe_size)
-        self.dispatcher = FleetDispatcher(
-            self.store,
-            self._scopes,
-            {seal.kid: seal for seal in self.seals},
-            callbacks=callbacks,
-            ledger=self.ledger,
-            clock=clock,
-            claim_after=claim_after,
-        )
-        channels = [Keys(scope).channel for scope in dict.fromkeys(self._scopes)]
-        self.waiters = waiters
-        self.wake = JobWake(self.store, waiters, channels)
-        """The job wake-ups of this receiver's namespaces."""
-        self._tasks: set[asyncio.Task[None]] = set()  # wake-ups being published
-        self._listening = False
-
-    def key(self, inbound: Inbound, secret: int) -> DeliveryKey:
-        """The key placed in the namespace of the delivery's secret (by its index in the
-        receiver's secrets), sealed with that secret's key."""
-        kid = self.seals[secret].kid if self.seals else ""
-        scope = self._scopes[secret if self.seals else 0]
-        return attrs.evolve(inbound.key, scope=scope, kid=kid)
-
-    async def claim(self, key: DeliveryKey) -> bool:
-        return await self.ledger.claim(key)
-
-    def announce(self, update: JobStatusUpdate) -> None:
-        """Wake this process's waiters now, and every other process's through Redis."""
-        self.waiters.wake(update)
-        task = asyncio.get_running_loop().create_task(
-            self.wake.publish(update.job_id, str(update.status))
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def submit(self, job: DeliveryJob) -> None:
-        """Add the job to the fleet's stream, even with no callback here: another replica
-        may have one."""
-        await self.dispatcher.submit(job)
-
-    def start(self) -> None:
-        """Receive the fleet's job wake-ups and deliveries in this process from now on."""
-        self._listening = True
-        self.wake.listen()
-        self.dispatcher.start()
-
-    def refresh(self) -> None:
-        """The receiver gained a callback: if it listens already, take deliveries now."""
-        if self._listening:
-            self.dispatcher.start()
-
-    @property
-    def pending(self) -> int:
-        return self.dispatcher.pending + len(self._tasks)
-
-    async def drain(self, timeout: float | None = None) -> None:
-        await self.dispatcher.drain(timeout)
-
-    async def aclose(self, timeout: float | None = 10.0) -> None:
-        """Stop reading, finish running jobs, stop listening, close the store."""
-        await self.dispatcher.aclose(timeout)
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=self.store.timeout * 2)
         await self.wake.aclose()

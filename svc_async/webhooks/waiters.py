@@ -3,7 +3,8 @@
 A ``WakeSource`` is anything with ``subscribe``/``unsubscribe``: a ``WebhookReceiver``
 (deliveries it takes, and in a fleet the fleet's), or the ``FleetWake`` a
 ``Client(fleet=..., account=...)`` builds for itself (the fleet's wake-ups alone).
-``Waiters`` is the table of subscriptions both keep.
+``Waiters`` is the table of subscriptions both keep (a ``FleetWake`` is one, fed by
+the fleet).
 """
 
 from __future__ import annotations
@@ -75,6 +76,6 @@ class Waiters:
             sub.event.set()
 
     @property
-    def jobs(self) -> frozenset[int]:
+    def subscribed_jobs(self) -> frozenset[int]:
         """The job ids someone is subscribed to now."""
         return frozenset(self._subs)

@@ -101,40 +101,31 @@ class JobWake:
             self._task = None
 
 
-class FleetWake:
+class FleetWake(Waiters):
     """A ``WakeSource`` of the fleet at ``url``: the status updates any receiver of
     ``account`` takes wake this process's subscriptions (from the first one on)."""
 
     def __init__(
         self, url: str, *, account: str, clock: Clock, metrics: Metrics | None = None
     ) -> None:
-        self._waiters = Waiters()
+        super().__init__()
         store = Store(url, clock=clock, metrics=metrics, role="wake")
-        self.wake = JobWake(store, self._waiters, [Keys(scope_for(account, b"")).channel])
+        self._wake = JobWake(store, self, [Keys(scope_for(account, b"")).channel])
 
     @property
     def ready(self) -> asyncio.Event:
         """Set while this process is subscribed to the fleet's wake-ups."""
-        return self.wake.ready
+        return self._wake.ready
 
     def subscribe(self, job_id: int, event: asyncio.Event | None = None) -> JobSubscription:
         """Register interest in ``job_id``; ``event`` (shared or new) is set on each update."""
-        self.wake.listen()
-        return self._waiters.subscribe(job_id, event)
-
-    def unsubscribe(self, sub: JobSubscription) -> None:
-        """Drop a subscription; dropping one twice is harmless."""
-        self._waiters.unsubscribe(sub)
-
-    @property
-    def subscribed_jobs(self) -> frozenset[int]:
-        """The job ids someone is subscribed to now."""
-        return self._waiters.jobs
+        self._wake.listen()
+        return super().subscribe(job_id, event)
 
     async def aclose(self) -> None:
         """Stop listening and close the store."""
-        await self.wake.aclose()
-        await self.wake.store.aclose()
+        await self._wake.aclose()
+        await self._wake.store.aclose()
 
 
 async def _publish(redis: Any, *, channel: str, message: str) -> None:

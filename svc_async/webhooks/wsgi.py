@@ -11,29 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
-from typing import IO, Any, Protocol
+from typing import IO, Any
 from urllib.parse import parse_qsl
 
 from multidict import CIMultiDict, MultiDict
 
 from .._core.loop_thread import LoopThread
-from .core import NOT_POST, TOO_LARGE, Answer, RequestView
+from .core import NOT_POST, TOO_LARGE, Answer, Receiving, RequestView
 
 StartResponse = Callable[..., Any]
 
 __all__ = ["WsgiApp"]
-
-
-class _Receiver(Protocol):
-    """What the adapter uses of a ``WebhookReceiver`` (a protocol: no import circle)."""
-
-    max_body: int
-
-    async def receive(self, body: Any, query: Any, headers: Any, *, request: Any) -> Answer: ...
-
-    def start(self) -> None: ...
-
-    async def aclose(self) -> None: ...
 
 
 _PHRASES = {status.value: status.phrase for status in HTTPStatus}
@@ -42,7 +30,7 @@ _PHRASES = {status.value: status.phrase for status in HTTPStatus}
 class WsgiApp:
     """``receiver.wsgi()``: a WSGI callable serving the receiver through the loop thread."""
 
-    def __init__(self, receiver: _Receiver, portal: LoopThread | None = None) -> None:
+    def __init__(self, receiver: Receiving, portal: LoopThread | None = None) -> None:
         self.receiver = receiver
         self._portal = portal
 
