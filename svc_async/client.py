@@ -798,8 +798,8 @@ def _origin_of(frame: Any) -> str:
 def _fleet_pacer(fleet: _FleetAt, pacer: Pacer, base: str, auth: Auth) -> Pacing:
     """The account's shared budget in the fleet, with ``pacer`` for outages."""
     from .fleet.budget import FleetPacer
-    from .fleet.keys import account_namespace
-    from .fleet.store import Store, credential_identity
+    from .fleet.keys import account_namespace, credential_identity
+    from .fleet.store import Store
 
     assert fleet.url is not None
     if fleet.account is not None:

@@ -174,7 +174,7 @@ _RENEW = """
 local t = redis.call('TIME')
 local until_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
 for i = 2, #ARGV do
-  redis.call('ZADD', KEYS[1], 'XX', until_ms, ARGV[i])
+  redis.call('ZADD', KEYS[2], 'XX', until_ms, ARGV[i])
 end
 return #ARGV - 1
 """
@@ -219,7 +219,6 @@ class FleetPacer:
         self._grants: dict[Any, list[_Grant]] = {}
         self._writes: set[asyncio.Task[Any]] = set()
         self._wakeup = Wakeup()
-        self.waits = 0
 
     def __repr__(self) -> str:
         return f"<FleetPacer {self.store!r} local={self.local!r}>"
@@ -238,11 +237,7 @@ class FleetPacer:
     ) -> None:
         """Wait for a call's turn in the shared budget (see ``Pacing.acquire``)."""
         clock = self.local.clock
-        while True:
-            if not self.store.available:
-                await self.local.acquire(deadline)
-                self._granted(_Grant("", None))
-                return
+        while self.store.available:
             left = None if deadline is None else deadline - clock.now()
             grant_id = f"{self._prefix}:{next(self._ids)}"
             args = (grant_id, int(_LEASE * 1000), int(_PROBE * 1000), _TTL_MS)
@@ -252,9 +247,7 @@ class FleetPacer:
                 late=functools.partial(self._give_back, grant_id),
             )
             if answer is None:  # the store failed, or is too slow for this call
-                await self.local.acquire(deadline)
-                self._granted(_Grant("", None))
-                return
+                break
             granted, wait_ms, window, for_answer, seen = (int(x) for x in answer)
             if granted:
                 self.local.count_sent()
@@ -266,14 +259,13 @@ class FleetPacer:
                 wait = min(wait, _ANSWER_POLL) if wait > 0 else _ANSWER_POLL
             if deadline is not None and wait >= deadline - clock.now():
                 raise PacingExceedsDeadline(wait)
-            self.waits += 1
             await self._wakeup.wait(clock, wait)
+        await self.local.acquire(deadline)  # the store is away, or too slow for this call
+        self._granted(_Grant("", None))
 
-    def _script(
-        self, script: Any, args: tuple[Any, ...], *, leases_only: bool = False
-    ) -> Callable[[Any], Awaitable[Any]]:
-        keys = self._keys[1:] if leases_only else self._keys
-        return lambda redis: script(keys=keys, args=args, client=redis)
+    def _script(self, script: Any, args: tuple[Any, ...]) -> Callable[[Any], Awaitable[Any]]:
+        """A store command running ``script`` on the budget's keys (budget, leases)."""
+        return lambda redis: script(keys=self._keys, args=args, client=redis)
 
     async def _give_back(self, grant_id: str, answer: Any) -> None:
         """A grant that came after its caller stopped waiting: end its lease now."""
@@ -302,16 +294,13 @@ class FleetPacer:
             held = self._held()
             if held:
                 renew = (int(_LEASE * 1000), *held)
-                await self.store.run(self._script(self._renew, renew, leases_only=True))
+                await self.store.run(self._script(self._renew, renew))
 
     def _granted(self, grant: _Grant) -> None:
         """Hold ``grant`` for the current task's call, and count it."""
-        self._push(grant)
+        self._grants.setdefault(asyncio.current_task(), []).append(grant)
         if self.metrics is not None:
             self.metrics.granted("local" if grant.window is None else "shared")
-
-    def _push(self, grant: _Grant) -> None:
-        self._grants.setdefault(asyncio.current_task(), []).append(grant)
 
     def _pop(self) -> _Grant | None:
         task = asyncio.current_task()
@@ -362,7 +351,9 @@ def _observation(
     wall: float,
 ) -> tuple[Any, ...]:
     """The ``observe`` script's arguments for one answer (-1: not given)."""
-    retry = None if headers is None else parse_retry_after(headers.get("Retry-After"), wall)
+    retry = None
+    if headers is not None:  # read as the local pacer reads it: against the answer's Date
+        retry = parse_retry_after(headers.get("Retry-After"), wall, date=headers.get("Date"))
 
     def ms(value: float | None) -> int:
         return -1 if value is None else int(value * 1000)

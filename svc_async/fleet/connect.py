@@ -27,10 +27,18 @@ sets its own timeouts and retries.
 
 No error message, repr or log line shows a password or a query value: ``describe``
 gives a URL fit to show.
+
+The parser is ours because no library parses ``redis+sentinel://`` or
+``redis+cluster://`` (redis-py's ``parse_url`` knows ``redis``, ``rediss`` and ``unix``
+only). The same parser reads those three too: redis-py's passes any unknown query
+option on to the connection as a keyword (``?socket_timeout=60`` would undo the fleet's
+short timeouts) and takes a database path that is not a number as database 0, where a
+fleet URL must be refused, saying why.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
@@ -303,13 +311,13 @@ def redis_client(url: str, *, timeout: float) -> Any:
     return aioredis.Redis(**where, db=target.db, **_connection(target, timeout))
 
 
-def _retry() -> Any:
-    """One retry, at once, on a connection error (a fresh object for each client)."""
+def _retry(retries: int) -> Any:
+    """``retries`` retries, at once, on a connection error (a fresh object for each client)."""
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
     from redis.exceptions import ConnectionError as RedisConnectionError
 
-    return Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))
+    return Retry(NoBackoff(), retries, supported_errors=(RedisConnectionError,))
 
 
 def _tls(target: Target) -> dict[str, Any]:
@@ -318,16 +326,19 @@ def _tls(target: Target) -> dict[str, Any]:
     return {"ssl": True, **{k: v for k, v in target.options.items() if k in _TLS_OPTIONS}}
 
 
-def _connection(target: Target, timeout: float) -> dict[str, Any]:
-    """The keyword arguments of a data connection: timeouts, retry, credentials, TLS."""
+def _connection(target: Target, timeout: float, *, sentinel: bool = False) -> dict[str, Any]:
+    """The keyword arguments of a connection to a data node or (``sentinel``) to a
+    Sentinel: timeouts, retry (none to a Sentinel: the next Sentinel is the retry),
+    credentials (a Sentinel's own: ``sentinel_*``), the client's name, TLS."""
+    options = target.options
     return {
         "socket_timeout": timeout,
         "socket_connect_timeout": timeout,
-        "retry": _retry(),
+        "retry": _retry(0 if sentinel else 1),
         "health_check_interval": 0,
-        "username": target.username,
-        "password": target.password,
-        "client_name": target.options.get("client_name"),
+        "username": options.get("sentinel_username") if sentinel else target.username,
+        "password": options.get("sentinel_password") if sentinel else target.password,
+        "client_name": None if sentinel else options.get("client_name"),
         **_tls(target),
     }
 
@@ -340,22 +351,11 @@ def _sentinel_master(target: Target, timeout: float) -> Any:
     the master is still found, and reached, within ``timeout``.
     """
     from redis.asyncio import sentinel as redis_sentinel
-    from redis.asyncio.retry import Retry
-    from redis.backoff import NoBackoff
 
     share = timeout / (len(target.nodes) + 1)
     sentinels: Any = redis_sentinel.Sentinel  # untyped in redis-py
     sentinel: Any = sentinels(
-        list(target.nodes),
-        sentinel_kwargs={
-            "socket_timeout": share,
-            "socket_connect_timeout": share,
-            "retry": Retry(NoBackoff(), 0),  # the next Sentinel is the retry
-            "health_check_interval": 0,
-            "username": target.options.get("sentinel_username"),
-            "password": target.options.get("sentinel_password"),
-            **_tls(target),
-        },
+        list(target.nodes), sentinel_kwargs=_connection(target, share, sentinel=True)
     )
     client = sentinel.master_for(
         target.master, redis_class=_sentinel_class(), db=target.db, **_connection(target, timeout)
@@ -364,28 +364,23 @@ def _sentinel_master(target: Target, timeout: float) -> Any:
     return client
 
 
-_SENTINEL_CLASS: Any = None
-
-
+@functools.cache
 def _sentinel_class() -> Any:
     """``redis.asyncio.Redis`` whose ``aclose`` also closes its Sentinel clients (made
     on first use: this module imports redis only when a fleet URL is used)."""
-    global _SENTINEL_CLASS
-    if _SENTINEL_CLASS is None:
-        import redis.asyncio as aioredis
+    import redis.asyncio as aioredis
 
-        class SentinelMaster(aioredis.Redis):
-            sentinel: Any = None
+    class SentinelMaster(aioredis.Redis):
+        sentinel: Any = None
 
-            async def aclose(self, close_connection_pool: bool | None = None) -> None:
-                try:
-                    await super().aclose(close_connection_pool)
-                finally:
-                    for client in self.sentinel.sentinels if self.sentinel else ():
-                        await client.aclose()
+        async def aclose(self, close_connection_pool: bool | None = None) -> None:
+            try:
+                await super().aclose(close_connection_pool)
+            finally:
+                for client in self.sentinel.sentinels if self.sentinel else ():
+                    await client.aclose()
 
-        _SENTINEL_CLASS = SentinelMaster
-    return _SENTINEL_CLASS
+    return SentinelMaster
 
 
 def _cluster(target: Target, timeout: float) -> Any:
@@ -397,9 +392,7 @@ def _cluster(target: Target, timeout: float) -> Any:
     )
 
 
-_CLUSTER_CLASS: Any = None
-
-
+@functools.cache
 def _cluster_class() -> Any:
     """``redis.asyncio.RedisCluster`` as the store needs it (made on first use).
 
@@ -410,36 +403,33 @@ def _cluster_class() -> Any:
       table that the first command fills (else ``KeyError``), so it fills it first. A
       message published on any node reaches every node.
     """
-    global _CLUSTER_CLASS
-    if _CLUSTER_CLASS is None:
-        import redis.asyncio.cluster as redis_cluster
-        from redis.exceptions import ConnectionError as RedisConnectionError
-        from redis.exceptions import RedisClusterException
+    import redis.asyncio.cluster as redis_cluster
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import RedisClusterException
 
-        if not hasattr(redis_cluster, "ClusterPubSub"):
-            raise ImportError("a redis+cluster fleet URL needs redis-py 8.0 or newer")
-        from redis.asyncio.cluster import ClusterPubSub, RedisCluster
+    if not hasattr(redis_cluster, "ClusterPubSub"):
+        raise ImportError("a redis+cluster fleet URL needs redis-py 8.0 or newer")
+    from redis.asyncio.cluster import ClusterPubSub, RedisCluster
 
-        class FleetClusterPubSub(ClusterPubSub):
-            async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-                try:
-                    await self.cluster.initialize()
-                    return await super().execute_command(*args, **kwargs)
-                except RedisClusterException as exc:
-                    raise RedisConnectionError(f"Redis Cluster unavailable: {exc}") from exc
+    class FleetClusterPubSub(ClusterPubSub):
+        async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                await self.cluster.initialize()
+                return await super().execute_command(*args, **kwargs)
+            except RedisClusterException as exc:
+                raise RedisConnectionError(f"Redis Cluster unavailable: {exc}") from exc
 
-        class FleetCluster(RedisCluster):
-            async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-                try:
-                    return await super().execute_command(*args, **kwargs)
-                except RedisClusterException as exc:
-                    raise RedisConnectionError(f"Redis Cluster unavailable: {exc}") from exc
+    class FleetCluster(RedisCluster):
+        async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await super().execute_command(*args, **kwargs)
+            except RedisClusterException as exc:
+                raise RedisConnectionError(f"Redis Cluster unavailable: {exc}") from exc
 
-            def pubsub(self, *args: Any, **kwargs: Any) -> Any:
-                return FleetClusterPubSub(self, *args, **kwargs)
+        def pubsub(self, *args: Any, **kwargs: Any) -> Any:
+            return FleetClusterPubSub(self, *args, **kwargs)
 
-        _CLUSTER_CLASS = FleetCluster
-    return _CLUSTER_CLASS
+    return FleetCluster
 
 
 def store_errors() -> tuple[type[BaseException], ...]:

@@ -8,10 +8,11 @@ The namespace is a digest (``account_namespace``), never a token or a secret.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import attrs
 
-__all__ = ["KINDS", "Keys", "account_namespace"]
+__all__ = ["KINDS", "Keys", "account_namespace", "credential_identity"]
 
 KINDS = ("status", "entry")
 """The delivery kinds that travel through the fleet's streams, one stream each."""
@@ -24,6 +25,23 @@ def account_namespace(kind: str, identity: str) -> str:
     """The key namespace of ``identity`` (an account, a credential, a webhook secret)."""
     digest = hashlib.sha256(f"{kind}\0{identity}".encode()).hexdigest()
     return digest[:24]
+
+
+def credential_identity(auth: Any) -> str | None:
+    """What identifies an account's credential, digested (never the credential itself).
+
+    An API key's public id when there is one; otherwise a SHA-256 digest of the
+    credential's ``secrets()`` (a token is high-entropy: the digest cannot be turned
+    back). None when the auth offers neither: the account must then be named.
+    """
+    key_id = getattr(auth, "key_id", None)
+    if isinstance(key_id, str) and key_id:
+        return "key:" + hashlib.sha256(key_id.encode()).hexdigest()
+    secrets = getattr(auth, "secrets", None)
+    parts = tuple(secrets()) if callable(secrets) else ()
+    if not parts or not all(isinstance(part, str) and part for part in parts):
+        return None
+    return "secret:" + hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 @attrs.frozen(slots=True)

@@ -21,9 +21,11 @@ from typing import Any
 
 import attrs
 
+from .._core import validate
 from ..errors import FleetStoreError
 from ..redact import redact_url
-from .keys import GROUP, KINDS, Keys, account_namespace
+from .connect import check_url, describe, redis_client, store_errors
+from .keys import GROUP, KINDS, Keys, account_namespace, credential_identity, scope_for
 
 __all__ = [
     "BudgetStatus",
@@ -222,8 +224,6 @@ def client_namespace(base_url: str, *, token: str | None = None, auth: Any = Non
     client keeps it) and its credential's identity (a digest)."""
     import yarl
 
-    from .store import credential_identity
-
     if (token is None) == (auth is None):
         raise ValueError("a base URL needs exactly one credential: token or auth")
     if token is not None:
@@ -242,8 +242,6 @@ def client_namespace(base_url: str, *, token: str | None = None, auth: Any = Non
 def webhook_namespace(secret: str) -> str:
     """The namespace of a ``WebhookReceiver`` without an account name: the one of its
     deliveries that came with ``secret`` (each secret of a rotation has its own)."""
-    from .keys import scope_for
-
     if not isinstance(secret, str) or not secret:
         raise ValueError("webhook_secret must be a non-empty string")
     return scope_for(None, secret.encode())
@@ -262,14 +260,11 @@ async def fleet_status(
     entries pending is reported dead. Each Redis command may take ``timeout`` seconds.
     A Redis that cannot be reached, or refuses a command, raises ``FleetStoreError``.
     """
-    from .connect import check_url, describe, redis_client, store_errors
-
     if isinstance(claim_after, bool) or not isinstance(claim_after, int | float):
         raise TypeError("claim_after must be a number of seconds")
     if not 0 < claim_after < float("inf"):
         raise ValueError("claim_after must be a positive number of seconds")
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        raise ValueError("timeout must be a positive number of seconds")
+    validate.positive_seconds(timeout, "timeout")
     if namespace is not None and not _NAMESPACE.fullmatch(namespace):
         raise ValueError("namespace must be letters, digits, '_', '.' or '-'")
     check_url(url)
@@ -296,14 +291,9 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def _age(now_ms: int, then_ms: int | None) -> float | None:
-    """Seconds from ``then_ms`` to now (None stays None)."""
-    return None if then_ms is None else round((now_ms - then_ms) / 1000.0, 3)
-
-
-def _until(now_ms: int, then_ms: int | None) -> float | None:
-    """Seconds from now to ``then_ms`` (None stays None)."""
-    return None if then_ms is None else round((then_ms - now_ms) / 1000.0, 3)
+def _seconds(from_ms: int | None, to_ms: int | None) -> float | None:
+    """Seconds from ``from_ms`` to ``to_ms``, in milliseconds (None: either is None)."""
+    return None if from_ms is None or to_ms is None else round((to_ms - from_ms) / 1000.0, 3)
 
 
 def _id_ms(entry_id: Any) -> int:
@@ -363,8 +353,8 @@ async def _budget(client: Any, keys: Keys, now_ms: int) -> BudgetStatus | None:
         in_flight=live,
         lapsed=lapsed,
         window=_int(fields, "gen") or 0,
-        window_ends_in=_until(now_ms, _int(fields, "end")),
-        probe_ends_in=_until(now_ms, probe) if probe is not None and probe > now_ms else None,
+        window_ends_in=_seconds(now_ms, _int(fields, "end")),
+        probe_ends_in=_seconds(now_ms, probe) if probe is not None and probe > now_ms else None,
     )
 
 
@@ -388,7 +378,7 @@ async def _stream(
     count = int(pending["pending"])
     oldest_age = oldest_idle = None
     if count:
-        oldest_age = _age(now_ms, _id_ms(pending["min"]))
+        oldest_age = _seconds(_id_ms(pending["min"]), now_ms)
         first = await client.xpending_range(key, GROUP, pending["min"], pending["min"], 1)
         if first:
             oldest_idle = round(int(first[0]["time_since_delivered"]) / 1000.0, 3)
@@ -409,7 +399,7 @@ async def _stream(
 
 async def _oldest(client: Any, key: str, after: str, now_ms: int) -> float | None:
     first = await client.xrange(key, after, "+", count=1)
-    return _age(now_ms, _id_ms(first[0][0])) if first else None
+    return _seconds(_id_ms(first[0][0]), now_ms) if first else None
 
 
 def _consumer(info: dict[str, Any], claim_after: float) -> ConsumerStatus:

@@ -19,21 +19,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from redis.exceptions import MaxConnectionsError, RedisError
+from redis.exceptions import MaxConnectionsError
 
 from ..clock import SYSTEM_CLOCK, Clock, wait_tasks
-from .connect import check_url, describe, redis_client
-from .keys import account_namespace
+from .connect import check_url, describe, redis_client, store_errors
 
 if TYPE_CHECKING:  # only a client or receiver given metrics= imports OpenTelemetry
     from .._pipeline.metrics import Metrics
 
-__all__ = ["DEFAULT_TIMEOUT", "Store", "account_namespace", "credential_identity"]
+__all__ = ["DEFAULT_TIMEOUT", "Store"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +46,7 @@ MAX_COMMANDS = 64
 """Commands a process runs on the store at once; the rest wait their turn (redis-py's
 pool holds 100 connections, and a full pool is an error, not a wait)."""
 
-_FAILURES = (RedisError, OSError, TimeoutError)
+_FAILURES = store_errors()
 
 
 async def cancel_and_wait(task: asyncio.Task[Any], every: float, tries: int = 10) -> None:
@@ -65,23 +63,6 @@ async def cancel_and_wait(task: asyncio.Task[Any], every: float, tries: int = 10
         await asyncio.wait({task}, timeout=every)
     if task.done() and not task.cancelled():
         task.exception()  # retrieved: what a closing task raised is of no use now
-
-
-def credential_identity(auth: Any) -> str | None:
-    """What identifies an account's credential, digested (never the credential itself).
-
-    An API key's public id when there is one; otherwise a SHA-256 digest of the
-    credential's ``secrets()`` (a token is high-entropy: the digest cannot be turned
-    back). None when the auth offers neither: the account must then be named.
-    """
-    key_id = getattr(auth, "key_id", None)
-    if isinstance(key_id, str) and key_id:
-        return "key:" + hashlib.sha256(key_id.encode()).hexdigest()
-    secrets = getattr(auth, "secrets", None)
-    parts = tuple(secrets()) if callable(secrets) else ()
-    if not parts or not all(isinstance(part, str) and part for part in parts):
-        return None
-    return "secret:" + hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 class Store:
@@ -111,8 +92,9 @@ class Store:
         self.up = True
         """False from a failed command until one succeeds again."""
         self._retry_at = 0.0
-        self._epoch = 0
-        """Recoveries so far: a command remembers the one it started in."""
+        self.epoch = 0
+        """How many times the store came back so far: a command (or a subscription's
+        connection) remembers the one it started in (see ``failed``)."""
         self.outages = 0
         self.metrics = metrics
         self.role = role
@@ -161,7 +143,7 @@ class Store:
         return None
 
     async def _attempt(self, command: Callable[[Any], Awaitable[T]], bound: float) -> T | None:
-        epoch = self._epoch
+        epoch = self.epoch
         try:
             async with asyncio.timeout(bound):
                 await self._slots.acquire()
@@ -173,13 +155,13 @@ class Store:
         except MaxConnectionsError:
             return None  # the pool is full here (the slots keep it from it): not an outage
         except _FAILURES as exc:
-            self._failed(exc, epoch)
+            self.failed(exc, epoch)
             return None
         finally:
             self._slots.release()
         if not self.up:
             self.up = True
-            self._epoch += 1
+            self.epoch += 1
             logger.info("fleet store %s is back: sharing state again", describe(self.url))
         return result
 
@@ -192,9 +174,11 @@ class Store:
         self._late.add(follow)
         follow.add_done_callback(self._late.discard)
 
-    def _failed(self, exc: BaseException, epoch: int) -> None:
-        """Mark the store down, unless the failure belongs to an outage already over."""
-        if epoch != self._epoch:
+    def failed(self, exc: BaseException, epoch: int) -> None:
+        """Mark the store down after a failure of a command (or a subscription's
+        connection) made in ``epoch``, unless that failure belongs to an outage already
+        over: one from before the last recovery is ignored."""
+        if epoch != self.epoch:
             return  # started before the store came back: the old outage's straggler
         self._retry_at = self.clock.now() + self.retry_every
         if self.up:
@@ -207,16 +191,6 @@ class Store:
                 describe(self.url),
                 type(exc).__name__,
             )
-
-    @property
-    def epoch(self) -> int:
-        """How many times the store came back so far (see ``failed``)."""
-        return self._epoch
-
-    def failed(self, exc: BaseException, epoch: int) -> None:
-        """Report a failure seen outside ``run`` (a subscription's connection dropped) of
-        a connection made in ``epoch``: one from before the last recovery is ignored."""
-        self._failed(exc, epoch)
 
     async def aclose(self) -> None:
         """Wait briefly for late commands, then close the connections (never raises)."""
