@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
 import orjson
@@ -60,24 +60,23 @@ def _fail(exc: BaseException, args: argparse.Namespace) -> int:
     return int(code)
 
 
-def make_client(args: argparse.Namespace) -> Client:
-    """A Client from the global options, the SVC_* variables filling what is not given."""
-    env = os.environ
-    if not (args.base_url or env.get("SVC_BASE_URL")):
-        raise UsageError("no service URL: pass --base-url or set SVC_BASE_URL")
-    auth = None
-    if args.api_key_id or args.api_key_secret:
-        if args.token:
-            raise UsageError("pass either --token or an API key, not both")
-        key_id = args.api_key_id or env.get("SVC_API_KEY_ID")
-        secret = args.api_key_secret or env.get("SVC_API_KEY_SECRET")
-        if not (key_id and secret):
-            raise UsageError(
-                "an API key needs --api-key-id and --api-key-secret"
-                " (or SVC_API_KEY_ID and SVC_API_KEY_SECRET)"
-            )
-        auth = ApiKeyAuth(key_id, secret)
-    elif not (
+def _api_key(args: argparse.Namespace, env: Mapping[str, str]) -> ApiKeyAuth:
+    """The API key of ``--api-key-id``/``--api-key-secret``, SVC_* filling the other half."""
+    if args.token:
+        raise UsageError("pass either --token or an API key, not both")
+    key_id = args.api_key_id or env.get("SVC_API_KEY_ID")
+    secret = args.api_key_secret or env.get("SVC_API_KEY_SECRET")
+    if not (key_id and secret):
+        raise UsageError(
+            "an API key needs --api-key-id and --api-key-secret"
+            " (or SVC_API_KEY_ID and SVC_API_KEY_SECRET)"
+        )
+    return ApiKeyAuth(key_id, secret)
+
+
+def _require_credentials(args: argparse.Namespace, env: Mapping[str, str]) -> None:
+    """Refuse to start without a token or an API key, in the flags or the environment."""
+    if not (
         args.token
         or env.get("SVC_API_TOKEN")
         or (env.get("SVC_API_KEY_ID") and env.get("SVC_API_KEY_SECRET"))
@@ -86,6 +85,18 @@ def make_client(args: argparse.Namespace) -> Client:
             "no credentials: pass --token or --api-key-id/--api-key-secret,"
             " or set SVC_API_TOKEN (or SVC_API_KEY_ID and SVC_API_KEY_SECRET)"
         )
+
+
+def make_client(args: argparse.Namespace) -> Client:
+    """A Client from the global options, the SVC_* variables filling what is not given."""
+    env = os.environ
+    if not (args.base_url or env.get("SVC_BASE_URL")):
+        raise UsageError("no service URL: pass --base-url or set SVC_BASE_URL")
+    auth = None
+    if args.api_key_id or args.api_key_secret:
+        auth = _api_key(args, env)
+    else:
+        _require_credentials(args, env)
     base_url = args.base_url
     if args.account_url and not base_url:
         # The Client never mixes a host passed in code with one from the environment;

@@ -112,6 +112,19 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
 
 
+def _row_lines(row: Sequence[str], widths: Sequence[int], justify: Sequence[str]) -> list[str]:
+    """One table row as lines: each cell wrapped to its width, right-justified or left."""
+    wrapped = [_wrap(text, widths[i]) for i, text in enumerate(row)]
+    lines = []
+    for n in range(max(len(w) for w in wrapped)):
+        out = []
+        for i, parts in enumerate(wrapped):
+            text = parts[n] if n < len(parts) else ""
+            out.append(text.rjust(widths[i]) if justify[i] == "right" else text.ljust(widths[i]))
+        lines.append("  ".join(out).rstrip())
+    return lines
+
+
 def _fit(widths: list[int], rows: Sequence[Sequence[str]], limit: int) -> list[int]:
     """Column widths: each its widest cell, the widest narrowed until the row fits."""
     widths = list(widths)
@@ -200,36 +213,27 @@ class PlainRenderer:
         cells = [[text_of(c) for c in row] for row in table.rows]
         headers = [c.header for c in table.columns]
         widths = _fit([len(h) for h in headers], cells, self.width)
-
-        def fmt(row: Sequence[str]) -> list[str]:
-            wrapped = [_wrap(text, widths[i]) for i, text in enumerate(row)]
-            lines = []
-            for n in range(max(len(w) for w in wrapped)):
-                out = []
-                for i, parts in enumerate(wrapped):
-                    text = parts[n] if n < len(parts) else ""
-                    just = table.columns[i].justify
-                    out.append(text.rjust(widths[i]) if just == "right" else text.ljust(widths[i]))
-                lines.append("  ".join(out).rstrip())
-            return lines
-
+        justify = [c.justify for c in table.columns]
         indent = sum(w + 2 for w in widths[: table.note_column])
         if table.title:
-            for line in _wrap(table.title, self.width):
-                self._print(line)
-        for line in fmt(headers):
-            self._print(line)
+            self._print_wrapped(table.title, self.width)
+        self._print_lines(_row_lines(headers, widths, justify))
         self._print("  ".join("-" * w for w in widths))
         for index, row in enumerate(cells):
-            for line in fmt(row):
-                self._print(line)
+            self._print_lines(_row_lines(row, widths, justify))
             note = table.notes.get(index)
             if note is not None:
-                for line in _wrap(text_of(note), max(20, self.width - indent)):
-                    self._print(" " * indent + line)
+                self._print_wrapped(text_of(note), max(20, self.width - indent), " " * indent)
         if table.caption:
-            for line in _wrap(table.caption, self.width):
-                self._print(line)
+            self._print_wrapped(table.caption, self.width)
+
+    def _print_lines(self, lines: Sequence[str]) -> None:
+        for line in lines:
+            self._print(line)
+
+    def _print_wrapped(self, text: str, width: int, indent: str = "") -> None:
+        """``text`` wrapped to ``width``, each line after ``indent``."""
+        self._print_lines([indent + line for line in _wrap(text, width)])
 
     def tree(self, root: TreeNode) -> None:
         """Children indented under their parent with ``+--``."""

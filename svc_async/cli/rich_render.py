@@ -80,7 +80,6 @@ def _widths_for_notes(table: Table, width: int) -> list[int] | None:
     """
     if not table.notes:
         return None
-    count = len(table.columns)
     texts = [
         [c.header, *(text_of(row[i]) for row in table.rows)] for i, c in enumerate(table.columns)
     ]
@@ -93,9 +92,15 @@ def _widths_for_notes(table: Table, width: int) -> list[int] | None:
         natural[note] if natural[note] < _NOTE_WIDTH else least[note],
         min(longest_note, _NOTE_WIDTH),
     )
-    room = width - (3 * count + 1)  # a border and two spaces of padding a column, and one
+    room = width - (3 * len(widths) + 1)  # a border and two spaces of padding a column, and one
+    return _shrink(widths, least, note, room)
+
+
+def _shrink(widths: list[int], least: list[int], note: int, room: int) -> list[int] | None:
+    """``widths`` narrowed to fit ``room``: the widest other column first, down to its
+    ``least``, then the ``note`` column; None when even that does not fit."""
     while sum(widths) > room:
-        shrinkable = [i for i in range(count) if widths[i] > least[i] and i != note]
+        shrinkable = [i for i in range(len(widths)) if widths[i] > least[i] and i != note]
         if not shrinkable:
             if widths[note] <= least[note]:
                 return None  # no room to give: let rich decide

@@ -96,6 +96,48 @@ class FaultDecision:
 _NO_FAULT = FaultDecision()
 
 
+@attrs.frozen
+class _Rule:
+    """One fault, named after its ``FaultConfig`` share, and where it can strike."""
+
+    name: str
+    replaces: bool
+    """True: the fault replaces the answer (``kind``); False: it spoils it (``after``)."""
+    scope: str
+    """``any`` request, only the ``create`` route, only ``file`` downloads, or ``other``."""
+    status: int = 0
+    """The status it answers with; 0 keeps the drawn error status."""
+
+
+_RULES = (
+    _Rule("create_503_before", True, "create", 503),
+    _Rule("reset", True, "any"),
+    _Rule("error_5xx", True, "any"),
+    _Rule("burst_429", True, "any", 429),
+    _Rule("create_cut_off", False, "create"),
+    _Rule("create_stall", False, "create"),
+    _Rule("cut_body", False, "file"),
+    _Rule("malformed_json", False, "other"),
+)
+"""The faults in the order they are tried; each is tested against its own draw."""
+
+
+def _scopes(method: str, path: str, route: str | None) -> set[str]:
+    """The ``_Rule.scope`` values that cover one request."""
+    scopes = {"any", "file" if path.startswith("/files/") else "other"}
+    if (method.upper(), route) == CREATE_ROUTE:
+        scopes.add("create")
+    return scopes
+
+
+def _first_fault(cfg: FaultConfig, draws: list[float], scopes: set[str]) -> _Rule | None:
+    """The first rule covering the request whose draw falls under its share, if any."""
+    for rule, draw in zip(_RULES, draws, strict=True):
+        if rule.scope in scopes and draw < getattr(cfg, rule.name):
+            return rule
+    return None
+
+
 class FaultInjector:
     """Draws fault decisions from a seeded generator; swap ``config`` at any time."""
 
@@ -130,36 +172,22 @@ class FaultInjector:
             return _NO_FAULT
         rng = self._rng
         # Always draw the same number of values so outcomes depend only on the sequence.
-        draws = [rng.random() for _ in range(9)]
+        draws = [rng.random() for _ in range(1 + len(_RULES))]
         status = rng.choice(cfg.error_statuses) if cfg.error_statuses else 500
         delay = cfg.latency + (cfg.spike_seconds if draws[0] < cfg.latency_spike else 0.0)
         if cfg.max_faults is not None and self.injected >= cfg.max_faults:
             return FaultDecision(delay=delay)
-        is_create = (method.upper(), route) == CREATE_ROUTE
-        is_file = path.startswith("/files/")
-        kind: str | None = None
-        after: str | None = None
-        if is_create and draws[1] < cfg.create_503_before:
-            kind, status = "create_503_before", 503
-        elif draws[2] < cfg.reset:
-            kind = "reset"
-        elif draws[3] < cfg.error_5xx:
-            kind = "error_5xx"
-        elif draws[4] < cfg.burst_429:
-            kind, status = "burst_429", 429
-        elif is_create and draws[5] < cfg.create_cut_off:
-            after = "create_cut_off"
-        elif is_create and draws[6] < cfg.create_stall:
-            after = "create_stall"
-        elif is_file and draws[7] < cfg.cut_body:
-            after = "cut_body"
-        elif not is_file and draws[8] < cfg.malformed_json:
-            after = "malformed_json"
-        if kind is None and after is None:
+        rule = _first_fault(cfg, draws[1:], _scopes(method, path, route))
+        if rule is None:
             return FaultDecision(delay=delay)
         self.injected += 1
-        stall = cfg.stall_seconds if after == "create_stall" else 0.0
-        return FaultDecision(delay=delay, stall=stall, kind=kind, after=after, status=status)
+        return FaultDecision(
+            delay=delay,
+            stall=cfg.stall_seconds if rule.name == "create_stall" else 0.0,
+            kind=rule.name if rule.replaces else None,
+            after=None if rule.replaces else rule.name,
+            status=rule.status or status,
+        )
 
 
 _PLACEHOLDER = re.compile(r"\{[^}/]*\}")

@@ -191,52 +191,56 @@ def add_service_licence(
     return licence
 
 
-def _scenario_song(
-    state: State,
-    files: FileStore,
-    meta: JSON,
-    scenario: str,
-    *,
-    start: int,
-    territories: Sequence[str],
-    email: str,
-    created: float,
-) -> JSON:
-    if scenario in ("licensed", "service", "territory"):
+@attrs.frozen
+class _SongMaker:
+    """What the songs of one recording share: the stores, the territories, the entrant."""
+
+    state: State
+    files: FileStore
+    territories: Sequence[str]
+    email: str
+    created: float
+
+    def song(self, meta: JSON, scenario: str, start: int) -> JSON:
+        """One wire-format song of ``meta`` starting at ``start``, following ``scenario``."""
+        if scenario in ("licensed", "service", "territory"):
+            return self._service_song(meta, scenario, start)
+        if scenario in ("other", "rejected"):
+            return self._external_song(meta, scenario, start)
+        unknown = make_checks("Unknown", dict.fromkeys(self.territories, "Unknown"))
+        if scenario == "bespoke":
+            return make_song(meta, start=start, checks=unknown, source="Bespoke Music")
+        if scenario == "pending_license":
+            return make_song(meta, start=start, checks=unknown, source="Pending License")
+        raise ValueError(f"unknown song scenario {scenario!r}; use one of {SCENARIOS}")
+
+    def _service_song(self, meta: JSON, scenario: str, start: int) -> JSON:
+        territories = self.territories
         covered = [t for t in territories if scenario != "territory"] or ["AF"]
         lic = add_service_licence(
-            state,
-            email=email,
+            self.state,
+            email=self.email,
             svc_ids=[meta["svcId"]],
             territories=covered,
-            date_purchased=created - 30 * _DAY,
-            valid_to=created + 335 * _DAY,
+            date_purchased=self.created - 30 * _DAY,
+            valid_to=self.created + 335 * _DAY,
         )
         checks = service_checks(
             territories, licence_territories=lic.territories, valid=True, master=True
         )
-        svc = svc_license_json(lic, files.licence_path(lic.file_key))
+        svc = svc_license_json(lic, self.files.licence_path(lic.file_key))
         return make_song(meta, start=start, checks=checks, source="Service", svc_license=svc)
-    if scenario in ("other", "rejected"):
+
+    def _external_song(self, meta: JSON, scenario: str, start: int) -> JSON:
         url = f"https://licences.example/{'rejected' if scenario == 'rejected' else 'ok'}.pdf"
+        path = self.files.licence_path(f"external-licenses/{_hex(url + self.email)}.pdf")
         ext = {
-            "id": state.next_id("external_licence", 100),
+            "id": self.state.next_id("external_licence", 100),
             "sourceName": "Other Platform",
-            "files": [
-                {
-                    "id": state.next_id("licence_file", 100),
-                    "downloadURL": files.licence_path(f"external-licenses/{_hex(url + email)}.pdf"),
-                }
-            ],
+            "files": [{"id": self.state.next_id("licence_file", 100), "downloadURL": path}],
         }
-        checks = external_checks([url], territories, master=True)
+        checks = external_checks([url], self.territories, master=True)
         return make_song(meta, start=start, checks=checks, source="Other", external_license=ext)
-    unknown = make_checks("Unknown", dict.fromkeys(territories, "Unknown"))
-    if scenario == "bespoke":
-        return make_song(meta, start=start, checks=unknown, source="Bespoke Music")
-    if scenario == "pending_license":
-        return make_song(meta, start=start, checks=unknown, source="Pending License")
-    raise ValueError(f"unknown song scenario {scenario!r}; use one of {SCENARIOS}")
 
 
 def make_recording(
@@ -261,20 +265,12 @@ def make_recording(
         }.get(scenario, [scenario])
     else:
         scenarios = list(scenario)
+    maker = _SongMaker(state, files, territories, email, created)
     songs: list[JSON] = []
     start = 0
     metas = rng.sample(list(catalogue), k=min(len(scenarios), len(catalogue)))
     for meta, song_scenario in zip(metas, scenarios, strict=False):
-        song = _scenario_song(
-            state,
-            files,
-            meta,
-            song_scenario,
-            start=start,
-            territories=territories,
-            email=email,
-            created=created,
-        )
+        song = maker.song(meta, song_scenario, start)
         songs.append(song)
         start = int(song["endTime"])
     updated_at = updated if updated is not None else created + 3600.0

@@ -29,6 +29,27 @@ def _draw(text: str) -> int:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 
+def _manual_status(song: JSON, source: object, h: int) -> JSON | None:
+    """The ``{status, details}`` object some songs carry, or None."""
+    if song.get("licenseStatus") == "Unverified" and source == "Other" and h % 3 == 0:
+        return {"status": "Manually Rejected", "details": "The licence names another team."}
+    if song.get("licenseStatus") == "Licensed" and h % 5 == 1:
+        return {"status": "Manually Approved", "details": "Checked by the event organiser."}
+    if h % 13 == 4:
+        return {"status": "User Updated", "details": "Song details corrected."}
+    return None
+
+
+def _drop_links(data: JSON, h: int) -> None:
+    """Take the download link off some licences (in place)."""
+    svc = data.get("svcLicense")
+    if svc is not None and h % 4 == 3:
+        svc["downloadURL"] = None
+    ext = data.get("externalLicense")
+    if ext is not None and ext.get("files") and h % 3 == 2:
+        ext["files"][0]["downloadURL"] = None
+
+
 def dress_song(song: JSON, identity: str) -> None:
     """Give one wire-format song today's optional shapes (in place)."""
     h = _draw(identity)
@@ -38,26 +59,11 @@ def dress_song(song: JSON, identity: str) -> None:
         song["licenseData"] = None
         song["licenseChecks"] = None
         return
-    if song.get("licenseStatus") == "Unverified" and source == "Other" and h % 3 == 0:
-        song["manualStatus"] = {
-            "status": "Manually Rejected",
-            "details": "The licence names another team.",
-        }
-    elif song.get("licenseStatus") == "Licensed" and h % 5 == 1:
-        song["manualStatus"] = {
-            "status": "Manually Approved",
-            "details": "Checked by the event organiser.",
-        }
-    elif h % 13 == 4:
-        song["manualStatus"] = {"status": "User Updated", "details": "Song details corrected."}
-    if not data:
-        return
-    svc = data.get("svcLicense")
-    if svc is not None and h % 4 == 3:
-        svc["downloadURL"] = None
-    ext = data.get("externalLicense")
-    if ext is not None and ext.get("files") and h % 3 == 2:
-        ext["files"][0]["downloadURL"] = None
+    manual = _manual_status(song, source, h)
+    if manual is not None:
+        song["manualStatus"] = manual
+    if data:
+        _drop_links(data, h)
 
 
 def dress_recording(rec: Recording, files: FileStore) -> None:

@@ -36,6 +36,8 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+import attrs
+
 from ..clock import format_timestamp, parse_timestamp
 from ..files import FileStore
 from ..licensing import (
@@ -265,43 +267,50 @@ def _external(state: State, files: FileStore, detail: JSON) -> tuple[JSON, list[
     return ext, urls
 
 
-def _job_song(
-    state: State,
-    files: FileStore,
-    request: JSON,
-    meta: JSON,
-    start: int,
-    end: float,
-    *,
-    master: bool,
-) -> JSON:
-    """One detected song's verdict (rules in ``licensing``); ``master``: with the three
-    Master checks (today's service), else without them (the published examples)."""
-    territories: list[str] = list(request.get("requiredTerritories") or [])
-    licences = state.licences_for(request.get("email"))
-    details: list[JSON] = list(request.get("licenseDetails") or [])
-    covering = [lic for lic in licences if lic.svc_ids is None or meta["svcId"] in lic.svc_ids]
-    if covering:
-        lic = covering[0]
-        checks = service_checks(
-            territories,
-            licence_territories=lic.territories,
-            valid=lic.valid_to >= end,
-            master=master,
+@attrs.frozen
+class _Verdicts:
+    """What every detected song of one job is judged by (rules in ``licensing``).
+
+    ``master``: with the three Master checks (today's service), else without them (the
+    published examples); ``end``: when the job ends, the day a licence must still be valid.
+    """
+
+    state: State
+    files: FileStore
+    request: JSON
+    end: float
+    master: bool
+
+    def song(self, meta: JSON, start: int) -> JSON:
+        """One detected song's verdict, the song starting at ``start``."""
+        request, master = self.request, self.master
+        territories: list[str] = list(request.get("requiredTerritories") or [])
+        licences = self.state.licences_for(request.get("email"))
+        details: list[JSON] = list(request.get("licenseDetails") or [])
+        covering = [lic for lic in licences if lic.svc_ids is None or meta["svcId"] in lic.svc_ids]
+        if covering:
+            lic = covering[0]
+            checks = service_checks(
+                territories,
+                licence_territories=lic.territories,
+                valid=lic.valid_to >= self.end,
+                master=master,
+            )
+            svc = svc_license_json(lic, self.files.licence_path(lic.file_key))
+            return make_song(meta, start=start, checks=checks, source="Service", svc_license=svc)
+        if details:
+            ext, urls = _external(self.state, self.files, details[0])
+            return make_song(
+                meta,
+                start=start,
+                checks=external_checks(urls, territories, master=master),
+                source=str(details[0].get("licenseSource") or "Other"),
+                external_license=ext,
+            )
+        checks = make_checks(
+            "Unknown", dict.fromkeys(territories, "Unknown"), include_master=master
         )
-        svc = svc_license_json(lic, files.licence_path(lic.file_key))
-        return make_song(meta, start=start, checks=checks, source="Service", svc_license=svc)
-    if details:
-        ext, urls = _external(state, files, details[0])
-        return make_song(
-            meta,
-            start=start,
-            checks=external_checks(urls, territories, master=master),
-            source=str(details[0].get("licenseSource") or "Other"),
-            external_license=ext,
-        )
-    checks = make_checks("Unknown", dict.fromkeys(territories, "Unknown"), include_master=master)
-    return make_song(meta, start=start, checks=checks, source="Pending License")
+        return make_song(meta, start=start, checks=checks, source="Pending License")
 
 
 def _job_songs(
@@ -313,10 +322,11 @@ def _job_songs(
     *,
     legacy: bool,
 ) -> list[JSON]:
+    verdicts = _Verdicts(state, files, request, end, master=not legacy)
     songs: list[JSON] = []
     start = 0
     for meta in pick_songs(catalogue, str(request["audioFileURL"])):
-        song = _job_song(state, files, request, meta, start, end, master=not legacy)
+        song = verdicts.song(meta, start)
         songs.append(song)
         start = int(song["endTime"])
     return songs
