@@ -378,7 +378,11 @@ def wrap_structuring(wrapper: StepWrapper | None) -> StepWrapper | None:
 def structuring_step() -> AbstractContextManager[object]:
     """The context of one synchronous structuring step: ``wrapper()``, or nothing."""
     wrapper = _wrapper
-    return contextlib.nullcontext() if wrapper is None else wrapper()
+    return _PLAIN if wrapper is None else wrapper()
+
+
+_PLAIN = contextlib.nullcontext()
+"""The step's context when no wrapper is set (stateless: one serves every step)."""
 
 
 @typing.overload
@@ -396,17 +400,11 @@ def structure(data: Any, tp: Any, *, status: int | None = None) -> Any:
     hook = _fast_hooks.get(tp)
     if hook is None:
         hook = _fast_hooks[tp] = get_converter().get_structure_hook(tp)
-    if _wrapper is None:
+    with structuring_step():
         try:
             return hook(data, tp)
         except Exception:
             pass
-    else:
-        with _wrapper():
-            try:
-                return hook(data, tp)
-            except Exception:
-                pass
     return _precisely(data, tp, status)
 
 
@@ -458,11 +456,6 @@ def _locate(exc: BaseException, path: str = "$") -> tuple[str, str]:
     return path, f"{type(exc).__name__}: {exc}"
 
 
-def unstructure(value: Any) -> Any:
-    """Turn a model into its JSON-ready form (camelCase keys, service formats)."""
-    return get_converter().unstructure(value)
-
-
 def to_dict(model: Any) -> Any:
     """The service's JSON form of a model (or a list of models), ``extra`` included.
 
@@ -472,3 +465,7 @@ def to_dict(model: Any) -> Any:
     order, then the unknown ones. A model built by hand gives every key.
     """
     return get_converter().unstructure(model)
+
+
+unstructure = to_dict
+"""Turn a model into its JSON-ready form (camelCase keys, service formats): ``to_dict``."""

@@ -192,6 +192,12 @@ _OMIT_IF_NONE = {"omit_if_none": True}
 """Field metadata: a request field left out of the body when None (not sent as null)."""
 
 
+def _check(json_key: str) -> Any:
+    """A licence check's field: None when the answer omits it, and then left out of
+    ``to_dict``; ``json_key`` is its JSON name (``"Licensee Name Match"``)."""
+    return attrs.field(default=None, metadata={"json": json_key, "omit_if_none": True})
+
+
 @attrs.frozen(kw_only=True)
 class Logo:
     """An organisation's logo; ``signed_url`` is a time-limited link."""
@@ -274,48 +280,26 @@ class LicenseChecks:
     check out; checks the SDK does not know are kept in ``extra`` under their JSON names.
     """
 
-    licensee_name_match: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Licensee Name Match", "omit_if_none": True}
+    licensee_name_match: CheckResult | str | None = _check("Licensee Name Match")
+    license_source_matches: CheckResult | str | None = _check("License Source Matches")
+    title_matches: CheckResult | str | None = _check("Title Matches")
+    artists_match: CheckResult | str | None = _check("Artists Match")
+    master_choreography_rights: CheckResult | str | None = _check("Master Choreography Rights")
+    master_adaptation_rights: CheckResult | str | None = _check("Master Adaptation Rights")
+    master_duplication_rights: CheckResult | str | None = _check("Master Duplication Rights")
+    publishing_choreography_rights: CheckResult | str | None = _check(
+        "Publishing Choreography Rights"
     )
-    license_source_matches: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "License Source Matches", "omit_if_none": True}
+    publishing_adaptation_rights: CheckResult | str | None = _check("Publishing Adaptation Rights")
+    publishing_duplication_rights: CheckResult | str | None = _check(
+        "Publishing Duplication Rights"
     )
-    title_matches: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Title Matches", "omit_if_none": True}
+    publishing_arrangement_rights: CheckResult | str | None = _check(
+        "Publishing Arrangement Rights"
     )
-    artists_match: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Artists Match", "omit_if_none": True}
-    )
-    master_choreography_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Master Choreography Rights", "omit_if_none": True}
-    )
-    master_adaptation_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Master Adaptation Rights", "omit_if_none": True}
-    )
-    master_duplication_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Master Duplication Rights", "omit_if_none": True}
-    )
-    publishing_choreography_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Publishing Choreography Rights", "omit_if_none": True}
-    )
-    publishing_adaptation_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Publishing Adaptation Rights", "omit_if_none": True}
-    )
-    publishing_duplication_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Publishing Duplication Rights", "omit_if_none": True}
-    )
-    publishing_arrangement_rights: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Publishing Arrangement Rights", "omit_if_none": True}
-    )
-    valid_date: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Valid Date", "omit_if_none": True}
-    )
-    full_ownership: CheckResult | str | None = attrs.field(
-        default=None, metadata={"json": "Full Ownership", "omit_if_none": True}
-    )
-    territory_match: dict[str, CheckResult | str] | None = attrs.field(
-        default=None, metadata={"json": "Territory Match", "omit_if_none": True}
-    )
+    valid_date: CheckResult | str | None = _check("Valid Date")
+    full_ownership: CheckResult | str | None = _check("Full Ownership")
+    territory_match: dict[str, CheckResult | str] | None = _check("Territory Match")
     extra: Mapping[str, Any] = _extra()
 
     def results(self) -> dict[str, CheckResult | str]:
