@@ -134,30 +134,10 @@ class HttpxTransport:
 
     async def send(self, request: Request) -> Response:
         """Send ``request``; every httpx failure comes back as a redacted TransportError."""
-        timeout = request.timeout or _DEFAULT_TIMEOUT
-        loop = running_loop(self._loop)
-        cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
-        try:
-            resp, route = await self._open(request, timeout, loop)
-            try:
-                headers = _headers_of(resp, route, request)
-                chunks = capped_chunks(
-                    headers, _decoded(resp, request), self.max_body_size, request
-                )
-                content = b"".join([chunk async for chunk in chunks])
-            finally:
-                await resp.aclose()
-            response = Response(resp.status_code, headers, content)
-        except BaseException as exc:
-            instead = raised_instead(
-                self._cutoffs, cut, exc, request, timeout.total, _wrap_error, self._route
-            )
-            if instead is None:
-                raise
-            raise instead from None
-        if cut is not None:
-            self._cutoffs.disarm(cut)
-        return response
+        async with self._exchange(request, Exception) as (resp, headers):
+            chunks = capped_chunks(headers, _decoded(resp, request), self.max_body_size, request)
+            content = b"".join([chunk async for chunk in chunks])
+        return Response(resp.status_code, headers, content)
 
     @asynccontextmanager
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
@@ -165,26 +145,27 @@ class HttpxTransport:
 
         The total limit runs until the block ends, reading the body included.
         """
+        async with self._exchange(request, _LIBRARY_ERRORS) as (resp, headers):
+            yield _HttpxStream(resp, headers, self.max_body_size, request)
+
+    @asynccontextmanager
+    async def _exchange(
+        self, request: Request, foreign: type[BaseException] | tuple[type[BaseException], ...]
+    ) -> AsyncIterator[tuple[httpx.Response, CIMultiDictProxy[str]]]:
+        """One exchange of ``send`` or ``stream``: open, yield the response and its headers,
+        close; cut off at the total limit, and a ``foreign`` (httpx's) failure wrapped."""
         timeout = request.timeout or _DEFAULT_TIMEOUT
         loop = running_loop(self._loop)
         cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
         try:
             resp, route = await self._open(request, timeout, loop)
             try:
-                headers = _headers_of(resp, route, request)
-                yield _HttpxStream(resp, headers, self.max_body_size, request)
+                yield resp, _headers_of(resp, route, request)
             finally:
                 await resp.aclose()
         except BaseException as exc:
             instead = raised_instead(
-                self._cutoffs,
-                cut,
-                exc,
-                request,
-                timeout.total,
-                _wrap_error,
-                self._route,
-                _LIBRARY_ERRORS,
+                self._cutoffs, cut, exc, request, timeout.total, _wrap_error, self._route, foreign
             )
             if instead is None:
                 raise  # ours, or the caller's own from inside the block
