@@ -28,7 +28,6 @@ import ssl
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 try:
     import httpx
@@ -124,7 +123,6 @@ class HttpxTransport:
         self._pools: dict[Route | None, httpx.AsyncHTTPTransport] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
-        self._extensions: dict[tuple[float | None, float | None], dict[str, Any]] = {}
         self._cutoffs = Cutoffs()
 
     def __repr__(self) -> str:
@@ -188,20 +186,11 @@ class HttpxTransport:
             str(request.url),
             headers=headers,
             content=request.content,
-            extensions={"timeout": self._timeouts(timeout)},
+            # httpx's limits: connect and read (each wait for data); write and pool unset:
+            # the total is a cut.
+            extensions={"timeout": {"connect": timeout.connect, "read": timeout.read}},
         )
         return await pool.handle_async_request(outgoing), route
-
-    def _timeouts(self, timeout: Timeout) -> dict[str, Any]:
-        """httpx's limits: connect and read (each wait for data); the total is a cut."""
-        key = (timeout.connect, timeout.read)
-        found = self._extensions.get(key)
-        if found is None:
-            if len(self._extensions) >= 256:
-                self._extensions.clear()
-            found = {"connect": timeout.connect, "read": timeout.read, "write": None, "pool": None}
-            self._extensions[key] = found
-        return found
 
     def _route(self, request: Request) -> Route | None:
         return None if self._proxies is None else self._proxies.route(request.url)
