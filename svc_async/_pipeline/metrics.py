@@ -230,11 +230,10 @@ class CallMetrics:
     ``time.monotonic()``: one call instead of six, on every attempt.
     """
 
-    __slots__ = ("clock", "metrics", "now")
+    __slots__ = ("metrics", "now")
 
     def __init__(self, metrics: Metrics, clock: Clock) -> None:
         self.metrics = metrics
-        self.clock = clock
         self.now: Callable[[], float] = time.monotonic if clock is SYSTEM_CLOCK else clock.now
 
     def start(self, call: Call, secrets: tuple[str, ...]) -> _CallWatch:

@@ -37,7 +37,7 @@ import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ..clock import running_loop
-from ..errors import ConnectionLostError, TransportError
+from ..errors import TransportError
 from ..redact import redact_text
 from ..types import Timeout
 from .base import (
@@ -320,7 +320,8 @@ class _Inflater:
                 piece = self._obj.decompress(data, _PIECE)
             except zlib.error:
                 if self._started or self._encoding != "deflate":
-                    raise _undecodable(self._request, self._encoding) from None
+                    why = f"the {self._encoding} body cannot be decoded"
+                    raise connection_lost(self._request, why) from None
                 self._obj = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate
                 self._started = True
                 continue
@@ -330,10 +331,6 @@ class _Inflater:
             data = self._obj.unconsumed_tail
             if not data and len(piece) < _PIECE:
                 return
-
-
-def _undecodable(request: Request, encoding: str) -> ConnectionLostError:
-    return connection_lost(request, f"the {encoding} body cannot be decoded")
 
 
 # ------------------------------------------------------------------ errors
