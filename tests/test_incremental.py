@@ -344,7 +344,7 @@ def test_the_splitter_holds_about_one_slice_of_bytes() -> None:
     for start in range(0, len(body), 4096):
         splitter.feed(body[start : start + 4096])
         total += sum(len(items) for _, items in splitter.slices())
-        most = max(most, splitter.buffered)
+        most = max(most, len(splitter._buf))
     total += sum(len(items) for _, items in splitter.close())
     assert total == splitter.count == 500
     assert most <= 8192 + 4096

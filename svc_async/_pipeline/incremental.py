@@ -24,10 +24,10 @@ from __future__ import annotations
 import asyncio
 import re
 import weakref
-from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterator, Mapping
 from typing import Any, TypeVar
 
+import attrs
 import orjson
 
 from .._core.exact_json import has_long_number
@@ -145,11 +145,6 @@ class ArraySplitter:
         """True when enough bytes are buffered for ``slices()`` to look for a slice."""
         return len(self._buf) >= self._wait
 
-    @property
-    def buffered(self) -> int:
-        """Bytes read but not yet decoded (about one slice at most, plus one chunk)."""
-        return len(self._buf)
-
     def feed(self, data: bytes) -> None:
         """Add the next piece of the body."""
         if self._state == "done" and data.strip(_WS):
@@ -175,7 +170,10 @@ class ArraySplitter:
                 yield self._rest()
                 return
             end = _guess_end(view)
-            items = self._decode(bytes(buf[:end]), exact=False) if end else None
+            try:
+                items = self._decode(bytes(buf[:end])) if end else None
+            except ResponseDecodeError:  # a wrong guess: the exact scan decides
+                items = None
             if items is None:
                 end = _exact_end(view)
                 if not end and len(view) < len(buf):  # one element bigger than a slice
@@ -186,7 +184,7 @@ class ArraySplitter:
                         raise self._syntax("the array is cut short")
                     self._wait = 2 * len(buf)  # one huge element: look again when doubled
                     return
-                items = self._must_decode(bytes(buf[:end]))
+                items = self._decode(bytes(buf[:end]))
             yield self._emit(items, end)
 
     def close(self) -> Iterator[tuple[int, list[Any]]]:
@@ -239,29 +237,18 @@ class ArraySplitter:
         text = bytes(self._buf).rstrip(_WS)
         if not text.endswith(b"]"):
             raise self._syntax("the array is not closed")
-        items = self._must_decode(text[:-1])
-        first = self.count
-        self.count += len(items)
-        self._buf.clear()
+        got = self._emit(self._decode(text[:-1]), len(self._buf))
         self._state = "done"
-        return first, items
+        return got
 
-    def _must_decode(self, part: bytes) -> list[Any]:
-        items = self._decode(part, exact=True)
-        if items is None:  # pragma: no cover - an exact decode raises instead
-            raise self._syntax("undecodable")
-        return items
-
-    def _decode(self, part: bytes, *, exact: bool) -> list[Any] | None:
-        """``orjson.loads`` of whole elements; None for a failed guess, raises when exact."""
+    def _decode(self, part: bytes) -> list[Any]:
+        """``orjson.loads`` of whole elements; ``ResponseDecodeError`` if they are not."""
         try:
             text = b"[" + part + b"]"
             items = orjson.loads(text)
             if has_long_number(part):
                 items = read_exactly(text, items, self._status)
         except orjson.JSONDecodeError as exc:
-            if not exact:
-                return None
             raise self._syntax(exc.msg, part) from None
         return items  # type: ignore[no-any-return]
 
@@ -307,7 +294,7 @@ async def structure_chunks(
     splitter = ArraySplitter(slice_bytes, status=status)
     out: list[T] = []
     loop = asyncio.get_running_loop()
-    turns = _turns(loop)
+    turns = _TURNS.setdefault(loop, _Turns())
     body = aiter(chunks)
     try:
         while True:
@@ -323,35 +310,31 @@ async def structure_chunks(
             splitter.feed(chunk)
             if splitter.ready:
                 await turns.take(splitter)
-                for _ in _steps(splitter.slices(), out, item_type, status):
-                    await asyncio.sleep(0)
+                await _structure(splitter.slices(), out, item_type, status)
         await turns.take(splitter)
-        for _ in _steps(splitter.close(), out, item_type, status):
-            await asyncio.sleep(0)
+        await _structure(splitter.close(), out, item_type, status)
     finally:
         turns.give(splitter)
     return out
 
 
-def _steps(
+async def _structure(
     slices: Iterator[tuple[int, list[Any]]], out: list[T], tp: type[T], status: Any
-) -> Iterator[None]:
-    """Yield after each slice put into ``out``, for the caller to give the loop a turn."""
-    while _step(slices, out, tp, status):
-        yield None
+) -> None:
+    """Decode and structure each slice into ``out``, giving the loop a turn after each.
 
-
-def _step(slices: Iterator[tuple[int, list[Any]]], out: list[T], tp: type[T], status: Any) -> bool:
-    """Decode and structure the next slice into ``out``: one synchronous step, run in
-    the converter's ``structuring_step`` (a wrapper the user set, e.g. a GC pause: the
-    slice's dicts are then freed before any collection sees them)."""
-    with structuring_step():
-        got = next(slices, None)
-        if got is None:
-            return False
-        first, items = got
-        out += structure_slice(items, tp, first, status)
-        return True
+    A slice is one synchronous step, run in the converter's ``structuring_step`` (a
+    wrapper the user set, e.g. a GC pause: the slice's dicts are then freed before any
+    collection sees them).
+    """
+    while True:
+        with structuring_step():
+            got = next(slices, None)
+            if got is None:
+                return
+            first, items = got
+            out += structure_slice(items, tp, first, status)
+        await asyncio.sleep(0)
 
 
 class _Turns:
@@ -364,55 +347,33 @@ class _Turns:
     about as soon as on the one-shot path. A call keeps the turn from slice to slice
     while its bytes are there, and gives it up whenever a read has to wait, so a slow
     answer holds up no other. The loop still gets a turn after every slice.
+
+    The turn is an ``asyncio.Lock``, which is fair: it goes to the waiters in order, a
+    newcomer never takes it from one woken but not yet run, and one cancelled once woken
+    passes it on. ``owner`` says who holds it, so that a holder takes it again at once.
     """
 
-    __slots__ = ("_waiting", "owner")
+    __slots__ = ("_lock", "owner")
 
     def __init__(self) -> None:
         self.owner: object | None = None
-        """Who has the turn: a caller's token, or the waiter it was handed to."""
-        self._waiting: deque[asyncio.Future[None]] = deque()
+        """Who has the turn: a caller's token."""
+        self._lock = asyncio.Lock()
 
     async def take(self, who: object) -> None:
         """Return once ``who`` has the turn: at once if free, else after those waiting."""
-        if self.owner is who:
-            return
-        if self.owner is None:
+        if self.owner is not who:
+            await self._lock.acquire()
             self.owner = who
-            return
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append(waiter)
-        try:
-            await waiter
-        except asyncio.CancelledError:
-            if self.owner is waiter:  # handed the turn, then cancelled: hand it on
-                self.give(waiter)
-            elif waiter in self._waiting:
-                self._waiting.remove(waiter)
-            raise
-        self.owner = who
 
     def give(self, who: object) -> None:
         """Give the turn up if ``who`` has it; it goes to the first call waiting."""
-        if self.owner is not who:
-            return
-        self.owner = None
-        while self._waiting:
-            waiter = self._waiting.popleft()
-            if not waiter.done():  # not cancelled meanwhile
-                self.owner = waiter  # held for it until it runs: nobody takes it meanwhile
-                waiter.set_result(None)
-                return
+        if self.owner is who:
+            self.owner = None
+            self._lock.release()
 
 
-def _turns(loop: asyncio.AbstractEventLoop) -> _Turns:
-    """``loop``'s turns."""
-    turns = _TURNS.get(loop)
-    if turns is None:
-        turns = _TURNS[loop] = _Turns()
-    return turns
-
-
+@attrs.frozen
 class Sliced:
     """What ``StreamDecode`` returns for an answer it structured in slices.
 
@@ -420,11 +381,8 @@ class Sliced:
     rather than raised so that, as on the one-shot path, it is not retried.
     """
 
-    __slots__ = ("error", "items")
-
-    def __init__(self, items: list[Any], error: ResponseDecodeError | None = None) -> None:
-        self.items = items
-        self.error = error
+    items: list[Any]
+    error: ResponseDecodeError | None = None
 
 
 class StreamDecode:
@@ -491,9 +449,9 @@ class StreamDecode:
 
     async def __call__(self, stream: StreamResponse) -> Any:
         """Decode ``stream``'s body: the one-shot data, or a ``Sliced`` for a big array."""
-        if not self.plan(stream.headers):
-            return self._one_shot(stream, await _read_all(stream.iter_chunks(_CHUNK)))
         chunks = stream.iter_chunks(_CHUNK)
+        if not self.plan(stream.headers):
+            return self._one_shot(stream, await _read_all(chunks))
         head: list[bytes] = []
         total = 0
         async for chunk in chunks:

@@ -116,22 +116,20 @@ class Metrics:
     def attempt_attributes(
         self, call: Call, status: int | None, error: str | None
     ) -> dict[str, Any]:
-        """The attributes of an attempt of ``call``, made once for each operation, method,
-        server, status and error type (never changed: the SDK only reads them)."""
-        key = (call.operation, call.method, call.url.host, status, error)
-        found = self.attempts.get(key)
-        if found is None:
-            found = {
-                **_base_attributes(call.operation or "request"),
-                "http.request.method": call.method,
-                "server.address": call.url.host or "",
-            }
-            if status is not None:
-                found["http.response.status_code"] = status
-            if error is not None:
-                found["error.type"] = error
-            if len(self.attempts) < _MAX_ATTRIBUTE_SETS:
-                self.attempts[key] = found
+        """The attributes of an attempt of ``call`` not found in ``attempts``, made and kept
+        there for each operation, method, server, status and error type (never changed:
+        the SDK only reads them)."""
+        found = {
+            **_base_attributes(call.operation or "request"),
+            "http.request.method": call.method,
+            "server.address": call.url.host or "",
+        }
+        if status is not None:
+            found["http.response.status_code"] = status
+        if error is not None:
+            found["error.type"] = error
+        if len(self.attempts) < _MAX_ATTRIBUTE_SETS:
+            self.attempts[(call.operation, call.method, call.url.host, status, error)] = found
         return found
 
     def waited(self, seconds: float, outcome: str, detail: str | None = None) -> None:
@@ -232,11 +230,10 @@ class CallMetrics:
     ``time.monotonic()``: one call instead of six, on every attempt.
     """
 
-    __slots__ = ("clock", "metrics", "now")
+    __slots__ = ("metrics", "now")
 
     def __init__(self, metrics: Metrics, clock: Clock) -> None:
         self.metrics = metrics
-        self.clock = clock
         self.now: Callable[[], float] = time.monotonic if clock is SYSTEM_CLOCK else clock.now
 
     def start(self, call: Call, secrets: tuple[str, ...]) -> _CallWatch:

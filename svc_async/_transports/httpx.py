@@ -28,7 +28,6 @@ import ssl
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 try:
     import httpx
@@ -37,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from ..errors import ConnectionLostError, TransportError
+from ..errors import TransportError
 from ..redact import redact_text
 from ..types import Timeout
 from .base import (
@@ -123,7 +122,6 @@ class HttpxTransport:
         self._pools: dict[Route | None, httpx.AsyncHTTPTransport] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
-        self._extensions: dict[tuple[float | None, float | None], dict[str, Any]] = {}
         self._cutoffs = Cutoffs()
 
     def __repr__(self) -> str:
@@ -133,30 +131,10 @@ class HttpxTransport:
 
     async def send(self, request: Request) -> Response:
         """Send ``request``; every httpx failure comes back as a redacted TransportError."""
-        timeout = request.timeout or _DEFAULT_TIMEOUT
-        loop = asyncio.get_running_loop()
-        cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
-        try:
-            resp, route = await self._open(request, timeout, loop)
-            try:
-                headers = _headers_of(resp, route, request)
-                chunks = capped_chunks(
-                    headers, _decoded(resp, request), self.max_body_size, request
-                )
-                content = b"".join([chunk async for chunk in chunks])
-            finally:
-                await resp.aclose()
-            response = Response(resp.status_code, headers, content)
-        except BaseException as exc:
-            instead = raised_instead(
-                self._cutoffs, cut, exc, request, timeout.total, _wrap_error, self._route
-            )
-            if instead is None:
-                raise
-            raise instead from None
-        if cut is not None:
-            self._cutoffs.disarm(cut)
-        return response
+        async with self._exchange(request, Exception) as (resp, headers):
+            chunks = capped_chunks(headers, _decoded(resp, request), self.max_body_size, request)
+            content = b"".join([chunk async for chunk in chunks])
+        return Response(resp.status_code, headers, content)
 
     @asynccontextmanager
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
@@ -164,26 +142,27 @@ class HttpxTransport:
 
         The total limit runs until the block ends, reading the body included.
         """
+        async with self._exchange(request, _LIBRARY_ERRORS) as (resp, headers):
+            yield _HttpxStream(resp, headers, self.max_body_size, request)
+
+    @asynccontextmanager
+    async def _exchange(
+        self, request: Request, foreign: type[BaseException] | tuple[type[BaseException], ...]
+    ) -> AsyncIterator[tuple[httpx.Response, CIMultiDictProxy[str]]]:
+        """One exchange of ``send`` or ``stream``: open, yield the response and its headers,
+        close; cut off at the total limit, and a ``foreign`` (httpx's) failure wrapped."""
         timeout = request.timeout or _DEFAULT_TIMEOUT
         loop = asyncio.get_running_loop()
         cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
         try:
             resp, route = await self._open(request, timeout, loop)
             try:
-                headers = _headers_of(resp, route, request)
-                yield _HttpxStream(resp, headers, self.max_body_size, request)
+                yield resp, _headers_of(resp, route, request)
             finally:
                 await resp.aclose()
         except BaseException as exc:
             instead = raised_instead(
-                self._cutoffs,
-                cut,
-                exc,
-                request,
-                timeout.total,
-                _wrap_error,
-                self._route,
-                _LIBRARY_ERRORS,
+                self._cutoffs, cut, exc, request, timeout.total, _wrap_error, self._route, foreign
             )
             if instead is None:
                 raise  # ours, or the caller's own from inside the block
@@ -206,20 +185,11 @@ class HttpxTransport:
             str(request.url),
             headers=headers,
             content=request.content,
-            extensions={"timeout": self._timeouts(timeout)},
+            # httpx's limits: connect and read (each wait for data); write and pool unset:
+            # the total is a cut.
+            extensions={"timeout": {"connect": timeout.connect, "read": timeout.read}},
         )
         return await pool.handle_async_request(outgoing), route
-
-    def _timeouts(self, timeout: Timeout) -> dict[str, Any]:
-        """httpx's limits: connect and read (each wait for data); the total is a cut."""
-        key = (timeout.connect, timeout.read)
-        found = self._extensions.get(key)
-        if found is None:
-            if len(self._extensions) >= 256:
-                self._extensions.clear()
-            found = {"connect": timeout.connect, "read": timeout.read, "write": None, "pool": None}
-            self._extensions[key] = found
-        return found
 
     def _route(self, request: Request) -> Route | None:
         return None if self._proxies is None else self._proxies.route(request.url)
@@ -349,7 +319,8 @@ class _Inflater:
                 piece = self._obj.decompress(data, _PIECE)
             except zlib.error:
                 if self._started or self._encoding != "deflate":
-                    raise _undecodable(self._request, self._encoding) from None
+                    why = f"the {self._encoding} body cannot be decoded"
+                    raise connection_lost(self._request, why) from None
                 self._obj = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate
                 self._started = True
                 continue
@@ -359,10 +330,6 @@ class _Inflater:
             data = self._obj.unconsumed_tail
             if not data and len(piece) < _PIECE:
                 return
-
-
-def _undecodable(request: Request, encoding: str) -> ConnectionLostError:
-    return connection_lost(request, f"the {encoding} body cannot be decoded")
 
 
 # ------------------------------------------------------------------ errors

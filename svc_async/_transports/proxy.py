@@ -28,6 +28,7 @@ keeps ``trust_env=False``, and both transports read the environment through this
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 import urllib.request
 from http import HTTPStatus
@@ -80,9 +81,6 @@ def proxy_url(value: str | yarl.URL, where: str = "proxy") -> yarl.URL:
     return url
 
 
-_MISS: Any = object()
-
-
 class Proxies:
     """The proxy of each request: ``proxy=`` for all, else the environment's per scheme."""
 
@@ -92,7 +90,7 @@ class Proxies:
         self._explicit = explicit
         self._env = env
         self._no_proxy = no_proxy
-        self._cache: dict[tuple[str, str | None, int | None], Route | None] = {}
+        self._cache = functools.lru_cache(maxsize=256)(self._decide)
 
     @classmethod
     def configure(cls, proxy: str | yarl.URL | None, trust_env: bool) -> Proxies | None:
@@ -121,22 +119,15 @@ class Proxies:
 
     def route(self, url: yarl.URL) -> Route | None:
         """The proxy ``url`` goes through, or None to go direct (cached per origin)."""
-        key = (url.scheme, url.host, url.port)
-        found = self._cache.get(key, _MISS)
-        if found is _MISS:
-            if len(self._cache) >= 256:
-                self._cache.clear()
-            found = self._cache[key] = self._decide(url)
-        route: Route | None = found
-        return route
+        return self._cache(url.scheme, url.host, url.port)
 
-    def _decide(self, url: yarl.URL) -> Route | None:
+    def _decide(self, scheme: str, host: str | None, port: int | None) -> Route | None:
         if self._explicit is not None:
             return self._explicit
-        route = self._env.get(url.scheme)
-        if route is None or not url.host:
+        route = self._env.get(scheme)
+        if route is None or not host:
             return None
-        if self._no_proxy and bypassed(url.host, url.port, self._no_proxy):
+        if self._no_proxy and bypassed(host, port, self._no_proxy):
             return None
         return route
 
