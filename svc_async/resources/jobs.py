@@ -392,9 +392,11 @@ class Jobs(Resource):
         """
         from . import polling
 
+        chosen, limit = polling.wait_settings(policy, timeout)  # before the job is made
         with self._operation("jobs.create_and_wait"):
-            return await polling.create_and_wait(
-                self, request, timeout=timeout, policy=policy, on_status=on_status
+            created = await self.create(request)
+            return await polling.wait_for_job(
+                self, created.id, timeout=limit, policy=chosen, on_status=on_status, first=created
             )
 
     def wait_many(
