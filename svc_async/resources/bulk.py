@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import datetime as dt
 import inspect
 from collections.abc import (
     AsyncGenerator,
@@ -37,16 +36,11 @@ from ..types import Progress
 
 R = TypeVar("R")
 
-FetchEntries = Callable[[int, "dict[str, Any] | None"], Awaitable["builtins.list[Entry]"]]
-"""Fetch the entries of one event or season (by id) with an optional filter body."""
-
-FilterBody = Callable[
-    ["dt.datetime | None", "Iterable[Mapping[str, Any]] | None"], "dict[str, Any] | None"
-]
-"""Check and build the filter body of an entries call (None: no filter)."""
-
 Source = Literal["event", "season"]
 """What a batch's id names: an event or a season."""
+
+FetchEntries = Callable[[Source, int, "dict[str, Any] | None"], Awaitable["builtins.list[Entry]"]]
+"""Fetch the entries of one event or season (by id) with an optional filter body."""
 
 
 MAX_CONCURRENCY = 256
@@ -96,13 +90,6 @@ def unique_ids(ids: Any, name: str) -> list[int]:
     for value in ids:
         seen.setdefault(v.positive_id(value, f"each of {name}"), None)
     return builtins.list(seen)
-
-
-def check_progress(progress: Any) -> Progress | Callable[[int, int], object] | None:
-    """None or a callable."""
-    if progress is not None and not callable(progress):
-        raise TypeError("progress must be a callable progress(done, total) or None")
-    return progress  # type: ignore[no-any-return]
 
 
 def check_concurrency(concurrency: Any) -> int:
@@ -203,24 +190,22 @@ def entry_batches(
     source: Source,
     ids: Iterable[int],
     *,
-    filter_body: FilterBody,
+    body: dict[str, Any] | None,
     concurrency: int = 8,
-    updated_after: dt.datetime | None = None,
-    fields: Iterable[Mapping[str, Any]] | None = None,
     raise_on_error: bool = False,
     progress: Progress | Callable[[int, int], object] | None = None,
 ) -> AsyncGenerator[EntryBatch, None]:
-    """Validate everything now, then return the generator of batches for ``ids``."""
-    name = "event_ids" if source == "event" else "season_ids"
-    keys = unique_ids(ids, name)
+    """Validate everything now, then return the generator of batches for ``ids``, each
+    fetched with the one filter ``body`` (built and checked by the caller, not per id)."""
+    keys = unique_ids(ids, f"{source}_ids")
     limit = check_concurrency(concurrency)
-    body = filter_body(updated_after, fields)  # checked and built once, not per id
-    check_progress(progress)
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be a callable progress(done, total) or None")
     if not isinstance(raise_on_error, bool):
         raise TypeError("raise_on_error must be a bool")
 
     async def fetch_one(key: int) -> builtins.list[Entry]:
-        return await fetch(key, body)
+        return await fetch(source, key, body)
 
     return batches(
         source,
