@@ -33,6 +33,7 @@ from .._core import validate as v
 from ..errors import ClientClosedError, SvcError, WrongEventLoopError
 from ..models import Entry
 from ..types import Progress
+from .pagination import cancel_all
 
 R = TypeVar("R")
 
@@ -136,10 +137,7 @@ async def fan_out(
             slots.release()
             yield outcome
     finally:
-        for task in workers:
-            task.cancel()
-        if workers:
-            await asyncio.gather(*workers, return_exceptions=True)
+        await cancel_all(workers)
 
 
 async def batches(
