@@ -413,7 +413,12 @@ class Jobs(Resource):
         """
         from . import polling
 
-        waits = polling.wait_many(self, job_ids, tag=tag, policy=policy, timeout=timeout)
+        if isinstance(job_ids, str | bytes):
+            raise TypeError("job_ids must be a collection of ints")
+        ids = list(dict.fromkeys(v.positive_id(i, "job_ids[]") for i in job_ids))
+        if tag is not None:
+            v.string(tag, "tag", allow_empty=True)  # a search tag: any length
+        waits = polling.wait_many(self, ids, tag, *polling.wait_settings(policy, timeout))
         return self._stepwise("jobs.wait_many", waits)
 
     def watch(
@@ -429,6 +434,6 @@ class Jobs(Resource):
         """
         from . import polling
 
-        return self._stepwise(
-            f"watch of job {job_id}", polling.watch(self, job_id, policy=policy, timeout=timeout)
-        )
+        v.positive_id(job_id, "job_id")
+        snapshots = polling.changes(self, job_id, *polling.wait_settings(policy, timeout))
+        return self._stepwise(f"watch of job {job_id}", snapshots)

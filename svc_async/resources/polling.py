@@ -21,7 +21,7 @@ import inspect
 import logging
 import math
 import random
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import attrs
@@ -59,10 +59,10 @@ __all__ = [
     "JobsClient",
     "OnStatus",
     "PollPolicy",
+    "changes",
     "wait_for_job",
     "wait_many",
     "wait_settings",
-    "watch",
 ]
 
 OnStatus = Callable[[VerificationJob], Awaitable[None] | None]
@@ -195,47 +195,6 @@ def wait_settings(
 def _receiver(jobs: JobsClient) -> WakeSource | None:
     receiver = getattr(jobs, "webhooks", None)
     return receiver if isinstance(receiver, WakeSource) else None
-
-
-@contextlib.contextmanager
-def _measured(jobs: JobsClient) -> Iterator[_Outcome]:
-    """Record one wait's duration and how it ended in ``svc_async.job.wait.duration``, in
-    the client's instruments (``Client(metrics=...)``), read as ``jobs.metrics``: a jobs
-    client without that attribute records nothing."""
-    metrics: Metrics | None = getattr(jobs, "metrics", None)
-    outcome = _Outcome()
-    if metrics is None:
-        yield outcome
-        return
-    clock = jobs.clock
-    start = clock.now()
-    try:
-        yield outcome
-    except JobWaitTimeout:
-        outcome.ended("timeout")
-        raise
-    except asyncio.CancelledError:
-        outcome.ended("cancelled")
-        raise
-    except BaseException as exc:
-        outcome.ended("error", type(exc).__name__)
-        raise
-    finally:
-        metrics.waited(max(clock.now() - start, 0.0), outcome.outcome, outcome.detail)
-
-
-class _Outcome:
-    """How a measured wait ended: ``finished`` (``detail``: the job's status), ``timeout``,
-    ``cancelled`` or ``error`` (``detail``: the exception's type)."""
-
-    __slots__ = ("detail", "outcome")
-
-    def __init__(self) -> None:
-        self.outcome = "error"
-        self.detail: str | None = None
-
-    def ended(self, outcome: str, detail: str | None = None) -> None:
-        self.outcome, self.detail = outcome, detail
 
 
 _RESOLUTION = 1e-6
@@ -398,14 +357,15 @@ class _Poll(_Wait):
                 self.factor, self.attempt = 1.0, 0
 
 
-async def _changes(
+async def changes(
     jobs: JobsClient,
     job_id: int,
     policy: PollPolicy,
     timeout: float | None,
     first: VerificationJob | None = None,
 ) -> AsyncGenerator[VerificationJob, None]:
-    """Yield the first snapshot, each whose status changed, and the finished one; then end."""
+    """Yield a job's first snapshot, each whose status changed, and the finished one;
+    then end (``jobs.watch``; arguments checked, ``timeout`` in seconds or None)."""
     receiver = _receiver(jobs)
     sub = receiver.subscribe(job_id) if receiver is not None else None
     poll = _Poll(jobs, job_id, policy, _Clock(timeout, jobs.clock), sub)
@@ -424,18 +384,6 @@ async def _changes(
     finally:
         if sub is not None and receiver is not None:
             receiver.unsubscribe(sub)
-
-
-def watch(
-    jobs: JobsClient,
-    job_id: int,
-    *,
-    policy: PollPolicy | None = None,
-    timeout: float | None = None,
-) -> AsyncGenerator[VerificationJob, None]:
-    """Snapshots of a job as its status changes, ending after the finished one."""
-    v.positive_id(job_id, "job_id")
-    return _changes(jobs, job_id, *wait_settings(policy, timeout))
 
 
 async def wait_for_job(
@@ -458,18 +406,37 @@ async def wait_for_job(
     chosen, limit = wait_settings(policy, timeout)
     if on_status is not None and not callable(on_status):
         raise TypeError("on_status must be callable")
+    # The wait's duration and how it ended (finished, with the job's status; timeout;
+    # cancelled; error, with the exception's type) go to ``svc_async.job.wait.duration``
+    # of the client's instruments (``Client(metrics=...)``), read as ``jobs.metrics``: a
+    # jobs client without that attribute records nothing.
+    metrics: Metrics | None = getattr(jobs, "metrics", None)
+    start = jobs.clock.now()
+    outcome, detail = "error", None
     last: VerificationJob | None = None
-    with _measured(jobs) as outcome:
-        async with contextlib.aclosing(_changes(jobs, job_id, chosen, limit, first)) as snapshots:
+    try:
+        async with contextlib.aclosing(changes(jobs, job_id, chosen, limit, first)) as snapshots:
             async for job in snapshots:
                 last = job
                 if on_status is not None:
                     result = on_status(job)
                     if inspect.isawaitable(result):
                         await result
-        assert last is not None  # _changes only ends after yielding the finished job
-        outcome.ended("finished", str(last.status))
-    return last
+        assert last is not None  # changes only ends after yielding the finished job
+        outcome, detail = "finished", str(last.status)
+        return last
+    except JobWaitTimeout:
+        outcome = "timeout"
+        raise
+    except asyncio.CancelledError:
+        outcome = "cancelled"
+        raise
+    except BaseException as exc:
+        detail = type(exc).__name__
+        raise
+    finally:
+        if metrics is not None:
+            metrics.waited(max(jobs.clock.now() - start, 0.0), outcome, detail)
 
 
 # ---------------------------------------------------------------- many jobs at once
@@ -650,9 +617,19 @@ class _Many(_Wait):
         )
 
 
-async def _many(
+async def wait_many(
     jobs: JobsClient, ids: list[int], tag: str | None, policy: PollPolicy, timeout: float | None
 ) -> AsyncGenerator[VerificationJob, None]:
+    """Yield each job as it finishes, using far fewer calls than one wait per job.
+
+    When the jobs share ``tag`` (given, or else found from the first job's tags), each
+    tick is one search for finished jobs with that tag; jobs the search does not cover
+    are read with ``get`` in small round-robin batches. The first search is unfiltered;
+    later ones carry only the finished statuses of the service's current list, and none
+    once the service shows it ends jobs at a legacy status or refuses the filter.
+    ``timeout`` bounds the whole wait: ``JobWaitTimeout`` (with one still-pending job's
+    last snapshot, or None) when it passes.
+    """
     receiver = _receiver(jobs)
     state = _Many(jobs, ids, tag, policy, _Clock(timeout, jobs.clock), receiver is not None)
     wake = asyncio.Event()
@@ -673,29 +650,3 @@ async def _many(
         if receiver is not None:
             for sub in subs:
                 receiver.unsubscribe(sub)
-
-
-def wait_many(
-    jobs: JobsClient,
-    job_ids: JobIds,
-    *,
-    tag: str | None = None,
-    policy: PollPolicy | None = None,
-    timeout: float | None = None,
-) -> AsyncGenerator[VerificationJob, None]:
-    """Yield each job as it finishes, using far fewer calls than one wait per job.
-
-    When the jobs share ``tag`` (given, or else found from the first job's tags), each
-    tick is one search for finished jobs with that tag; jobs the search does not cover
-    are read with ``get`` in small round-robin batches. The first search is unfiltered;
-    later ones carry only the finished statuses of the service's current list, and none
-    once the service shows it ends jobs at a legacy status or refuses the filter.
-    ``timeout`` bounds the whole wait: ``JobWaitTimeout`` (with one still-pending job's
-    last snapshot, or None) when it passes.
-    """
-    if isinstance(job_ids, str | bytes):
-        raise TypeError("job_ids must be a collection of ints")
-    ids = list(dict.fromkeys(v.positive_id(i, "job_ids[]") for i in job_ids))
-    if tag is not None:
-        v.string(tag, "tag", allow_empty=True)  # a search tag: any length
-    return _many(jobs, ids, tag, *wait_settings(policy, timeout))
