@@ -412,10 +412,9 @@ class Jobs(Resource):
         ``timeout`` bounds the whole wait for all of them.
         """
         from . import polling
+        from .bulk import unique_ids
 
-        if isinstance(job_ids, str | bytes):
-            raise TypeError("job_ids must be a collection of ints")
-        ids = list(dict.fromkeys(v.positive_id(i, "job_ids[]") for i in job_ids))
+        ids = unique_ids(job_ids, "job_ids")
         if tag is not None:
             v.string(tag, "tag", allow_empty=True)  # a search tag: any length
         waits = polling.wait_many(self, ids, tag, *polling.wait_settings(policy, timeout))
