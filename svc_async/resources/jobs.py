@@ -392,7 +392,7 @@ class Jobs(Resource):
         """
         from . import polling
 
-        chosen, limit = polling.wait_settings(policy, timeout)  # before the job is made
+        chosen, limit = polling.wait_settings(policy, timeout, on_status)  # before the create
         with self._operation("jobs.create_and_wait"):
             created = await self.create(request)
             return await polling.wait_for_job(

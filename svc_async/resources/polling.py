@@ -178,10 +178,12 @@ class PollPolicy:
 
 
 def wait_settings(
-    policy: PollPolicy | None, timeout: float | None
+    policy: PollPolicy | None, timeout: float | None, on_status: OnStatus | None = None
 ) -> tuple[PollPolicy, float | None]:
     """A wait's policy (None: the default) and the seconds it may take (None:
-    ``policy.timeout``), checked."""
+    ``policy.timeout``), checked, as is its ``on_status`` (None or a callable)."""
+    if on_status is not None and not callable(on_status):
+        raise TypeError("on_status must be callable")
     if policy is None:
         policy = PollPolicy()
     elif not isinstance(policy, PollPolicy):
@@ -403,9 +405,7 @@ async def wait_for_job(
     ``policy.timeout``) passes.
     """
     v.positive_id(job_id, "job_id")
-    chosen, limit = wait_settings(policy, timeout)
-    if on_status is not None and not callable(on_status):
-        raise TypeError("on_status must be callable")
+    chosen, limit = wait_settings(policy, timeout, on_status)
     # The wait's duration and how it ended (finished, with the job's status; timeout;
     # cancelled; error, with the exception's type) go to ``svc_async.job.wait.duration``
     # of the client's instruments (``Client(metrics=...)``), read as ``jobs.metrics``: a
