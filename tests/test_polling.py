@@ -487,6 +487,13 @@ async def test_create_and_wait_starts_from_the_created_snapshot() -> None:
     assert job.status == "Completed" and timeline.creates == 1
     assert seen[0] == "Created" and seen[-1] == "Completed"
 
+    async with client_for(timeline) as svc:  # a wait it cannot make: no job is made
+        with pytest.raises(TypeError, match="on_status"):
+            await svc.jobs.create_and_wait(request, on_status="print")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="policy"):
+            await svc.jobs.create_and_wait(request, policy=5)  # type: ignore[arg-type]
+    assert timeline.creates == 1
+
 
 # ------------------------------------------------------------------ watch
 

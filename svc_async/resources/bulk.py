@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import datetime as dt
 import inspect
 from collections.abc import (
     AsyncGenerator,
@@ -34,19 +33,15 @@ from .._core import validate as v
 from ..errors import ClientClosedError, SvcError, WrongEventLoopError
 from ..models import Entry
 from ..types import Progress
+from .pagination import cancel_all
 
 R = TypeVar("R")
 
-FetchEntries = Callable[[int, "dict[str, Any] | None"], Awaitable["builtins.list[Entry]"]]
-"""Fetch the entries of one event or season (by id) with an optional filter body."""
-
-FilterBody = Callable[
-    ["dt.datetime | None", "Iterable[Mapping[str, Any]] | None"], "dict[str, Any] | None"
-]
-"""Check and build the filter body of an entries call (None: no filter)."""
-
 Source = Literal["event", "season"]
 """What a batch's id names: an event or a season."""
+
+FetchEntries = Callable[[Source, int, "dict[str, Any] | None"], Awaitable["builtins.list[Entry]"]]
+"""Fetch the entries of one event or season (by id) with an optional filter body."""
 
 
 MAX_CONCURRENCY = 256
@@ -98,13 +93,6 @@ def unique_ids(ids: Any, name: str) -> list[int]:
     return builtins.list(seen)
 
 
-def check_progress(progress: Any) -> Progress | Callable[[int, int], object] | None:
-    """None or a callable."""
-    if progress is not None and not callable(progress):
-        raise TypeError("progress must be a callable progress(done, total) or None")
-    return progress  # type: ignore[no-any-return]
-
-
 def check_concurrency(concurrency: Any) -> int:
     """A concurrency bound between 1 and ``MAX_CONCURRENCY``."""
     return v.count(concurrency, "concurrency", minimum=1, maximum=MAX_CONCURRENCY)
@@ -149,10 +137,7 @@ async def fan_out(
             slots.release()
             yield outcome
     finally:
-        for task in workers:
-            task.cancel()
-        if workers:
-            await asyncio.gather(*workers, return_exceptions=True)
+        await cancel_all(workers)
 
 
 async def batches(
@@ -203,24 +188,22 @@ def entry_batches(
     source: Source,
     ids: Iterable[int],
     *,
-    filter_body: FilterBody,
+    body: dict[str, Any] | None,
     concurrency: int = 8,
-    updated_after: dt.datetime | None = None,
-    fields: Iterable[Mapping[str, Any]] | None = None,
     raise_on_error: bool = False,
     progress: Progress | Callable[[int, int], object] | None = None,
 ) -> AsyncGenerator[EntryBatch, None]:
-    """Validate everything now, then return the generator of batches for ``ids``."""
-    name = "event_ids" if source == "event" else "season_ids"
-    keys = unique_ids(ids, name)
+    """Validate everything now, then return the generator of batches for ``ids``, each
+    fetched with the one filter ``body`` (built and checked by the caller, not per id)."""
+    keys = unique_ids(ids, f"{source}_ids")
     limit = check_concurrency(concurrency)
-    body = filter_body(updated_after, fields)  # checked and built once, not per id
-    check_progress(progress)
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be a callable progress(done, total) or None")
     if not isinstance(raise_on_error, bool):
         raise TypeError("raise_on_error must be a bool")
 
     async def fetch_one(key: int) -> builtins.list[Entry]:
-        return await fetch(key, body)
+        return await fetch(source, key, body)
 
     return batches(
         source,

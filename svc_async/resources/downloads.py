@@ -26,6 +26,7 @@ from typing import IO, Any
 import attrs
 import yarl
 
+from .._core import validate as v
 from .._pipeline.run import Call, Env, StreamDecoder, run
 from .._transports.base import Response, StreamingTransport, StreamResponse, Timeout
 from ..errors import (
@@ -202,15 +203,10 @@ def _expired(exc: PermissionDeniedError, url: yarl.URL) -> SignedURLExpired:
 
 
 def _parse_url(url: str | yarl.URL) -> yarl.URL:
-    if not isinstance(url, str | yarl.URL):
-        raise TypeError(f"url must be a str, got {type(url).__name__}")
-    try:
-        parsed = yarl.URL(str(url), encoded=isinstance(url, yarl.URL))
-    except (ValueError, TypeError):
-        raise ValueError("url is not a valid URL") from None
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ValueError("url must be an absolute http(s) URL")
-    return parsed
+    """``url`` checked as every URL argument is; a ``yarl.URL`` is taken as encoded."""
+    if isinstance(url, yarl.URL):
+        return yarl.URL(v.http_url(str(url), "url"), encoded=True)
+    return yarl.URL(v.http_url(url, "url"))
 
 
 def _redirect_target(status: int, headers: Any, url: yarl.URL, location: str) -> yarl.URL:

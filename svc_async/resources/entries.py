@@ -19,17 +19,12 @@ if TYPE_CHECKING:  # bulk and sync load on first use, to keep `import svc_async`
 
     from .._pipeline.run import ResponseMeta
     from ..types import Progress
-    from .bulk import EntryBatch
+    from .bulk import EntryBatch, Source
     from .sync import SyncResult, SyncState
 
 EVENT_PATH = "/api/public/v1/event/{id}/entries"
 SEASON_PATH = "/api/public/v1/season/{id}/entries"
-_SEASON_PREFIX = SEASON_PATH.split("{", 1)[0]
-
-
-def _operation(path: str) -> str:
-    """The SDK call that reads ``path``: entries of a season, or of an event."""
-    return "entries.for_season" if path.startswith(_SEASON_PREFIX) else "entries.for_event"
+_PATHS = {"event": EVENT_PATH, "season": SEASON_PATH}
 
 
 def filter_body(
@@ -63,10 +58,6 @@ def _entries(data: Any) -> builtins.list[Entry]:
 class Entries(Resource):
     """Participants' entries, with their recordings and licence data."""
 
-    def _decoder(self) -> StreamDecode:
-        """Big answers are structured in slices as they stream (issue 13)."""
-        return StreamDecode(Entry)
-
     async def for_event(
         self,
         event_id: int,
@@ -76,8 +67,8 @@ class Entries(Resource):
         **options: Unpack[CallOptions],
     ) -> builtins.list[Entry]:
         """Entries of one event; ``updated_after`` (aware datetime) keeps recent changes only."""
-        path = EVENT_PATH.format(id=v.positive_id(event_id, "event_id"))
-        return await self._fetch(path, filter_body(updated_after, fields), options)
+        event = v.positive_id(event_id, "event_id")
+        return await self._fetch("event", event, filter_body(updated_after, fields), options)
 
     async def for_season(
         self,
@@ -88,43 +79,39 @@ class Entries(Resource):
         **options: Unpack[CallOptions],
     ) -> builtins.list[Entry]:
         """Entries of one season; filters as for ``for_event``."""
-        path = SEASON_PATH.format(id=v.positive_id(season_id, "season_id"))
-        return await self._fetch(path, filter_body(updated_after, fields), options)
+        season = v.positive_id(season_id, "season_id")
+        return await self._fetch("season", season, filter_body(updated_after, fields), options)
 
     async def _fetch(
-        self, path: str, body: dict[str, Any] | None, options: CallOptions | None = None
+        self,
+        source: Source,
+        key: int,
+        body: dict[str, Any] | None,
+        options: CallOptions | None = None,
     ) -> builtins.list[Entry]:
-        """The entries at ``path``, structured in slices as they stream."""
-        with self._decoder() as decoder:
+        """The entries of one event or season; big answers are structured in slices as
+        they stream (issue 13)."""
+        with StreamDecode(Entry) as decoder:
             data = await self._send(
                 "POST",
-                path,
+                _PATHS[source].format(id=key),
                 body,
                 options,
                 idempotent=True,
                 stream_decode=decoder,
-                operation=_operation(path),
+                operation=f"entries.for_{source}",
             )
         return _entries(data)
-
-    async def _fetch_event_entries(
-        self, event_id: int, body: dict[str, Any] | None
-    ) -> builtins.list[Entry]:
-        return await self._fetch(EVENT_PATH.format(id=event_id), body)
-
-    async def _fetch_season_entries(
-        self, season_id: int, body: dict[str, Any] | None
-    ) -> builtins.list[Entry]:
-        return await self._fetch(SEASON_PATH.format(id=season_id), body)
 
     async def _fetch_event(
         self, event_id: int, updated_after: dt.datetime | None
     ) -> tuple[builtins.list[Entry], ResponseMeta | None]:
         """One event's entries with the metadata of their answer (for sync's watermark),
         heard as ``with_raw_response`` hears it."""
-        path = EVENT_PATH.format(id=v.positive_id(event_id, "event_id"))
         fetch = with_reply(self._fetch, "entries.for_event")
-        reply = await fetch(path, filter_body(updated_after, None))
+        reply = await fetch(
+            "event", v.positive_id(event_id, "event_id"), filter_body(updated_after, None)
+        )
         return reply.data, reply.meta
 
     def for_events(
@@ -150,13 +137,11 @@ class Entries(Resource):
         from .bulk import entry_batches
 
         batches = entry_batches(
-            self._fetch_event_entries,
+            self._fetch,
             "event",
             event_ids,
-            filter_body=filter_body,
+            body=filter_body(updated_after, fields),
             concurrency=concurrency,
-            updated_after=updated_after,
-            fields=fields,
             raise_on_error=raise_on_error,
             progress=progress,
         )
@@ -176,13 +161,11 @@ class Entries(Resource):
         from .bulk import entry_batches
 
         batches = entry_batches(
-            self._fetch_season_entries,
+            self._fetch,
             "season",
             season_ids,
-            filter_body=filter_body,
+            body=filter_body(updated_after, fields),
             concurrency=concurrency,
-            updated_after=updated_after,
-            fields=fields,
             raise_on_error=raise_on_error,
             progress=progress,
         )

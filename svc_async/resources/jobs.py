@@ -392,9 +392,11 @@ class Jobs(Resource):
         """
         from . import polling
 
+        chosen, limit = polling.wait_settings(policy, timeout, on_status)  # before the create
         with self._operation("jobs.create_and_wait"):
-            return await polling.create_and_wait(
-                self, request, timeout=timeout, policy=policy, on_status=on_status
+            created = await self.create(request)
+            return await polling.wait_for_job(
+                self, created.id, timeout=limit, policy=chosen, on_status=on_status, first=created
             )
 
     def wait_many(
@@ -410,8 +412,12 @@ class Jobs(Resource):
         ``timeout`` bounds the whole wait for all of them.
         """
         from . import polling
+        from .bulk import unique_ids
 
-        waits = polling.wait_many(self, job_ids, tag=tag, policy=policy, timeout=timeout)
+        ids = unique_ids(job_ids, "job_ids")
+        if tag is not None:
+            v.string(tag, "tag", allow_empty=True)  # a search tag: any length
+        waits = polling.wait_many(self, ids, tag, *polling.wait_settings(policy, timeout))
         return self._stepwise("jobs.wait_many", waits)
 
     def watch(
@@ -427,6 +433,6 @@ class Jobs(Resource):
         """
         from . import polling
 
-        return self._stepwise(
-            f"watch of job {job_id}", polling.watch(self, job_id, policy=policy, timeout=timeout)
-        )
+        v.positive_id(job_id, "job_id")
+        snapshots = polling.changes(self, job_id, *polling.wait_settings(policy, timeout))
+        return self._stepwise(f"watch of job {job_id}", snapshots)

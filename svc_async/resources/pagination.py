@@ -19,7 +19,7 @@ import logging
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
 from contextlib import aclosing
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 logger = logging.getLogger(__name__)
 
@@ -50,10 +50,8 @@ async def iter_offset(
     offset = 0
     while True:
         page = await fetch(page_size, offset)
-        for item in page:
-            if item.id not in seen:
-                seen.add(item.id)
-                yield item
+        for item in _fresh(page, seen):
+            yield item
         if len(page) < page_size:
             return
         offset += page_size
@@ -134,6 +132,7 @@ def _page_end(count: int, page_size: int) -> int:
 
 
 def _fresh(items: Iterable[T], seen: set[int]) -> Iterator[T]:
+    """The ``items`` whose ids are not in ``seen``, each added to it as it is yielded."""
     for item in items:
         if item.id not in seen:
             seen.add(item.id)
@@ -170,11 +169,12 @@ async def _in_order(
                 pending.append(asyncio.create_task(page(following)))
             yield result
     finally:
-        await _cancel_all(pending)
+        await cancel_all(pending)
 
 
-async def _cancel_all(tasks: Iterable[asyncio.Task[CountedPage[T]]]) -> None:
-    """Cancel ``tasks`` and wait for them, retrieving their outcomes."""
+async def cancel_all(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel ``tasks`` and wait for them, retrieving their outcomes (so none is left
+    running, and no exception goes unretrieved)."""
     running = list(tasks)
     for task in running:
         task.cancel()

@@ -21,7 +21,7 @@ import inspect
 import logging
 import math
 import random
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import attrs
@@ -41,7 +41,6 @@ from ..errors import (
 from ..models import (
     CURRENT_JOB_STATUSES,
     FINISHED_JOB_STATUSES,
-    JobRequest,
     JobSearchResults,
     VerificationJob,
 )
@@ -60,10 +59,10 @@ __all__ = [
     "JobsClient",
     "OnStatus",
     "PollPolicy",
-    "create_and_wait",
+    "changes",
     "wait_for_job",
     "wait_many",
-    "watch",
+    "wait_settings",
 ]
 
 OnStatus = Callable[[VerificationJob], Awaitable[None] | None]
@@ -93,10 +92,6 @@ class JobsClient(Protocol):
 
     async def get(self, job_id: int) -> VerificationJob:
         """One job."""
-        ...
-
-    async def create(self, request: JobRequest) -> VerificationJob:
-        """A job created exactly once."""
         ...
 
     async def search(
@@ -182,69 +177,26 @@ class PollPolicy:
         return job.is_finished_under(self.finished_statuses)
 
 
-def _policy(policy: PollPolicy | None) -> PollPolicy:
+def wait_settings(
+    policy: PollPolicy | None, timeout: float | None, on_status: OnStatus | None = None
+) -> tuple[PollPolicy, float | None]:
+    """A wait's policy (None: the default) and the seconds it may take (None:
+    ``policy.timeout``), checked, as is its ``on_status`` (None or a callable)."""
+    if on_status is not None and not callable(on_status):
+        raise TypeError("on_status must be callable")
     if policy is None:
-        return PollPolicy()
-    if not isinstance(policy, PollPolicy):
+        policy = PollPolicy()
+    elif not isinstance(policy, PollPolicy):
         raise TypeError(f"policy must be a PollPolicy, got {type(policy).__name__}")
-    return policy
-
-
-def _limit(timeout: float | None, policy: PollPolicy) -> float | None:
     if timeout is None:
-        return policy.timeout
+        return policy, policy.timeout
     _positive(timeout, "timeout")
-    return float(timeout)
+    return policy, float(timeout)
 
 
 def _receiver(jobs: JobsClient) -> WakeSource | None:
     receiver = getattr(jobs, "webhooks", None)
     return receiver if isinstance(receiver, WakeSource) else None
-
-
-def _metrics(jobs: JobsClient) -> Metrics | None:
-    """The client's instruments (``Client(metrics=...)``), read as ``jobs.metrics``: a
-    jobs client without that attribute records nothing."""
-    return getattr(jobs, "metrics", None)
-
-
-@contextlib.contextmanager
-def _measured(jobs: JobsClient) -> Iterator[_Outcome]:
-    """Record one wait's duration and how it ended in ``svc_async.job.wait.duration``."""
-    metrics = _metrics(jobs)
-    outcome = _Outcome()
-    if metrics is None:
-        yield outcome
-        return
-    clock = jobs.clock
-    start = clock.now()
-    try:
-        yield outcome
-    except JobWaitTimeout:
-        outcome.ended("timeout")
-        raise
-    except asyncio.CancelledError:
-        outcome.ended("cancelled")
-        raise
-    except BaseException as exc:
-        outcome.ended("error", type(exc).__name__)
-        raise
-    finally:
-        metrics.waited(max(clock.now() - start, 0.0), outcome.outcome, outcome.detail)
-
-
-class _Outcome:
-    """How a measured wait ended: ``finished`` (``detail``: the job's status), ``timeout``,
-    ``cancelled`` or ``error`` (``detail``: the exception's type)."""
-
-    __slots__ = ("detail", "outcome")
-
-    def __init__(self) -> None:
-        self.outcome = "error"
-        self.detail: str | None = None
-
-    def ended(self, outcome: str, detail: str | None = None) -> None:
-        self.outcome, self.detail = outcome, detail
 
 
 _RESOLUTION = 1e-6
@@ -268,35 +220,39 @@ class _Clock:
         return self.left() < _RESOLUTION
 
 
-async def _bounded(clock: _Clock, call: Callable[[], Awaitable[T]]) -> T:
-    """``call()`` ended by the wait's deadline: every call it makes inherits it (the
-    pipeline's ``deadline_scope``), and the whole is cut there on the client's clock."""
-    with deadline_scope(clock.deadline):
-        async with until(clock.clock, clock.deadline):
-            return await call()
+async def _read(
+    clock: _Clock, call: Callable[[], Awaitable[T]], what: str
+) -> tuple[T | None, SvcError | None]:
+    """``call()`` (a poll, a page of a search) ended by the wait's deadline; transient
+    failures are returned, not raised.
 
-
-async def _get(
-    jobs: JobsClient, job_id: int, clock: _Clock
-) -> tuple[VerificationJob | None, SvcError | None]:
-    """One poll, cut short at the deadline; transient failures are returned, not raised.
-
-    A poll ended by the wait's deadline (cut, or failed as the time ran out) is neither:
-    (None, None), and the wait ends with its ``JobWaitTimeout``.
+    Every call it makes inherits the deadline (the pipeline's ``deadline_scope``), and the
+    whole is cut there on the client's clock. A read ended by the deadline (cut, or failed
+    as the time ran out) is neither: (None, None), and the wait ends with its
+    ``JobWaitTimeout``.
     """
     try:
-        return await _bounded(clock, lambda: jobs.get(job_id)), None
+        with deadline_scope(clock.deadline):
+            async with until(clock.clock, clock.deadline):
+                return await call(), None
     except TimeoutError:
         if clock.expired():
             return None, None
         raise
     except LocalProtocolError:
-        raise  # refused before sending: the next poll would be refused the same way
+        raise  # refused before sending: the next read would be refused the same way
     except _TRANSIENT as exc:
         if clock.expired():
             return None, None
-        logger.warning("polling job %d failed (%s); will poll again", job_id, type(exc).__name__)
+        logger.warning("%s failed (%s); will try again", what, type(exc).__name__)
         return None, exc
+
+
+def _get(
+    jobs: JobsClient, job_id: int, clock: _Clock
+) -> Awaitable[tuple[VerificationJob | None, SvcError | None]]:
+    """One poll of ``job_id``, as ``_read`` makes it."""
+    return _read(clock, lambda: jobs.get(job_id), f"polling job {job_id}")
 
 
 def _server_wait(error: SvcError | None) -> float:
@@ -328,8 +284,40 @@ def _timed_out(
     return error
 
 
-class _Poll:
-    """One job's wait: its last snapshot, last failure, and the pace of its polls."""
+class _Wait:
+    """What one job's wait and a ``wait_many`` share: the policy, the deadline, the last
+    read's failure and the pace of the pauses (slower while a wake-up source is there)."""
+
+    def __init__(self, jobs: JobsClient, policy: PollPolicy, clock: _Clock, woken: bool) -> None:
+        self.jobs = jobs
+        self.policy = policy
+        self.clock = clock
+        self.factor = policy.webhook_factor if woken else 1.0
+        self.rng = random.Random()
+        self.error: SvcError | None = None  # the last read's failure: a pause, a cause
+
+    def timed_out(self) -> JobWaitTimeout:
+        """The ``JobWaitTimeout`` that ends this wait at its deadline."""
+        raise NotImplementedError
+
+    async def rest(self, attempt: int, event: asyncio.Event | None) -> bool:
+        """Pause after read number ``attempt``; True when ``event`` was set first (a
+        webhook delivery cuts the pause short). ``JobWaitTimeout`` when the wait's
+        deadline has passed."""
+        clock = self.clock
+        if clock.expired():
+            raise self.timed_out()
+        interval = self.policy.interval(attempt, self.rng) * self.factor
+        pause = max(interval, _server_wait(self.error))
+        if await _sleep(min(pause, clock.left()), event, clock.clock):
+            return True
+        if clock.expired():
+            raise self.timed_out()
+        return False
+
+
+class _Poll(_Wait):
+    """One job's wait: its last snapshot, its subscription, and the count of its polls."""
 
     def __init__(
         self,
@@ -339,15 +327,10 @@ class _Poll:
         clock: _Clock,
         sub: JobSubscription | None,
     ) -> None:
-        self.jobs = jobs
+        super().__init__(jobs, policy, clock, sub is not None)
         self.job_id = job_id
-        self.policy = policy
-        self.clock = clock
         self.sub = sub
-        self.factor = policy.webhook_factor if sub is not None else 1.0
-        self.rng = random.Random()
         self.last: VerificationJob | None = None
-        self.error: SvcError | None = None  # the last poll's failure: a pause, a cause
         self.attempt = 0
 
     async def get(self) -> VerificationJob | None:
@@ -366,32 +349,25 @@ class _Poll:
     async def pause(self) -> None:
         """Wait until the next poll (a webhook delivery may cut the pause short); raise
         ``JobWaitTimeout`` when the wait's deadline has passed."""
-        if self.clock.expired():
-            raise self.timed_out()
         self.attempt += 1
-        interval = self.policy.interval(self.attempt, self.rng) * self.factor
-        pause = max(interval, _server_wait(self.error))
         sub = self.sub
-        woke = await _sleep(
-            min(pause, self.clock.left()), None if sub is None else sub.event, self.clock.clock
-        )
+        woke = await self.rest(self.attempt, None if sub is None else sub.event)
         if woke and sub is not None and sub.update is not None:
             logger.debug("job %d woken by webhook (%s)", self.job_id, sub.update.status)
             if str(sub.update.status) in self.policy.finished_statuses:
                 # Confirm now; if the read lags the event, poll at the normal pace.
                 self.factor, self.attempt = 1.0, 0
-        elif self.clock.expired():
-            raise self.timed_out()
 
 
-async def _changes(
+async def changes(
     jobs: JobsClient,
     job_id: int,
     policy: PollPolicy,
     timeout: float | None,
     first: VerificationJob | None = None,
 ) -> AsyncGenerator[VerificationJob, None]:
-    """Yield the first snapshot, each whose status changed, and the finished one; then end."""
+    """Yield a job's first snapshot, each whose status changed, and the finished one;
+    then end (``jobs.watch``; arguments checked, ``timeout`` in seconds or None)."""
     receiver = _receiver(jobs)
     sub = receiver.subscribe(job_id) if receiver is not None else None
     poll = _Poll(jobs, job_id, policy, _Clock(timeout, jobs.clock), sub)
@@ -412,19 +388,6 @@ async def _changes(
             receiver.unsubscribe(sub)
 
 
-def watch(
-    jobs: JobsClient,
-    job_id: int,
-    *,
-    policy: PollPolicy | None = None,
-    timeout: float | None = None,
-) -> AsyncGenerator[VerificationJob, None]:
-    """Snapshots of a job as its status changes, ending after the finished one."""
-    v.positive_id(job_id, "job_id")
-    chosen = _policy(policy)
-    return _changes(jobs, job_id, chosen, _limit(timeout, chosen))
-
-
 async def wait_for_job(
     jobs: JobsClient,
     job_id: int,
@@ -442,39 +405,38 @@ async def wait_for_job(
     ``policy.timeout``) passes.
     """
     v.positive_id(job_id, "job_id")
-    chosen = _policy(policy)
-    limit = _limit(timeout, chosen)
-    if on_status is not None and not callable(on_status):
-        raise TypeError("on_status must be callable")
+    chosen, limit = wait_settings(policy, timeout, on_status)
+    # The wait's duration and how it ended (finished, with the job's status; timeout;
+    # cancelled; error, with the exception's type) go to ``svc_async.job.wait.duration``
+    # of the client's instruments (``Client(metrics=...)``), read as ``jobs.metrics``: a
+    # jobs client without that attribute records nothing.
+    metrics: Metrics | None = getattr(jobs, "metrics", None)
+    start = jobs.clock.now()
+    outcome, detail = "error", None
     last: VerificationJob | None = None
-    with _measured(jobs) as outcome:
-        async with contextlib.aclosing(_changes(jobs, job_id, chosen, limit, first)) as snapshots:
+    try:
+        async with contextlib.aclosing(changes(jobs, job_id, chosen, limit, first)) as snapshots:
             async for job in snapshots:
                 last = job
                 if on_status is not None:
                     result = on_status(job)
                     if inspect.isawaitable(result):
                         await result
-        assert last is not None  # _changes only ends after yielding the finished job
-        outcome.ended("finished", str(last.status))
-    return last
-
-
-async def create_and_wait(
-    jobs: JobsClient,
-    request: JobRequest,
-    *,
-    timeout: float | None = None,
-    policy: PollPolicy | None = None,
-    on_status: OnStatus | None = None,
-) -> VerificationJob:
-    """Create a job and wait for it; ``timeout`` counts from the moment it was created."""
-    chosen = _policy(policy)
-    limit = _limit(timeout, chosen)
-    created = await jobs.create(request)
-    return await wait_for_job(
-        jobs, created.id, timeout=limit, policy=chosen, on_status=on_status, first=created
-    )
+        assert last is not None  # changes only ends after yielding the finished job
+        outcome, detail = "finished", str(last.status)
+        return last
+    except JobWaitTimeout:
+        outcome = "timeout"
+        raise
+    except asyncio.CancelledError:
+        outcome = "cancelled"
+        raise
+    except BaseException as exc:
+        detail = type(exc).__name__
+        raise
+    finally:
+        if metrics is not None:
+            metrics.waited(max(jobs.clock.now() - start, 0.0), outcome, detail)
 
 
 # ---------------------------------------------------------------- many jobs at once
@@ -485,7 +447,7 @@ def _common_tags(job: VerificationJob) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tags))[: v.MAX_SEARCH_TAGS]
 
 
-class _Many:
+class _Many(_Wait):
     """The state of one ``wait_many``: what is pending, what a search covers, what to read."""
 
     def __init__(
@@ -495,10 +457,9 @@ class _Many:
         tag: str | None,
         policy: PollPolicy,
         clock: _Clock,
+        woken: bool,
     ) -> None:
-        self.jobs = jobs
-        self.policy = policy
-        self.clock = clock
+        super().__init__(jobs, policy, clock, woken)
         self.pending: dict[int, VerificationJob | None] = dict.fromkeys(ids)
         self.tags: tuple[str, ...] = (tag,) if tag is not None else ()
         self.covered: set[int] = set(ids) if tag is not None else set()
@@ -506,7 +467,6 @@ class _Many:
         self.rotation: list[int] = []
         self.safety: list[int] = []
         self.urgent: set[int] = set()
-        self.error: SvcError | None = None
         current = {str(s) for s in CURRENT_JOB_STATUSES}
         # Only statuses of the service's current list may be searched for (it refuses
         # the legacy Completed/Confirmed with 400).
@@ -605,26 +565,15 @@ class _Many:
 
     async def _page(self, statuses: Sequence[str], offset: int) -> JobSearchResults | None:
         """One page of the search, by the deadline; None when it failed (transiently)."""
-        clock = self.clock
-        try:
-            return await _bounded(
-                clock,
-                lambda: self.jobs.search(
-                    tags=list(self.tags), statuses=list(statuses), limit=100, offset=offset
-                ),
-            )
-        except TimeoutError:
-            if clock.expired():
-                return None
-            raise
-        except LocalProtocolError:
-            raise  # refused before sending: the next search would be refused the same way
-        except _TRANSIENT as exc:
-            if clock.expired():
-                return None
-            logger.warning("job search failed (%s); will try again", type(exc).__name__)
-            self.error = exc
-            return None
+        page, error = await _read(
+            self.clock,
+            lambda: self.jobs.search(
+                tags=list(self.tags), statuses=list(statuses), limit=100, offset=offset
+            ),
+            "job search",
+        )
+        self.error = error or self.error
+        return page
 
     def next_gets(self, tick: int) -> list[int]:
         """Jobs to read with ``get`` this tick: woken ones, uncovered ones, a safety check."""
@@ -668,46 +617,8 @@ class _Many:
         )
 
 
-async def _many(
+async def wait_many(
     jobs: JobsClient, ids: list[int], tag: str | None, policy: PollPolicy, timeout: float | None
-) -> AsyncGenerator[VerificationJob, None]:
-    clock = _Clock(timeout, jobs.clock)
-    state = _Many(jobs, ids, tag, policy, clock)
-    receiver = _receiver(jobs)
-    wake = asyncio.Event()
-    subs: list[JobSubscription] = []
-    if receiver is not None:
-        subs = [receiver.subscribe(job_id, wake) for job_id in ids]
-    factor = policy.webhook_factor if receiver is not None else 1.0
-    rng = random.Random()
-    tick = 0
-    try:
-        while state.pending:
-            tick += 1
-            for done in await state.tick(tick):
-                yield done
-            if not state.pending:
-                return
-            if clock.expired():
-                raise state.timed_out()
-            pause = max(policy.interval(tick, rng) * factor, _server_wait(state.error))
-            if await _sleep(min(pause, clock.left()), wake if subs else None, clock.clock):
-                state.woken(subs)
-            elif clock.expired():
-                raise state.timed_out()
-    finally:
-        if receiver is not None:
-            for sub in subs:
-                receiver.unsubscribe(sub)
-
-
-def wait_many(
-    jobs: JobsClient,
-    job_ids: JobIds,
-    *,
-    tag: str | None = None,
-    policy: PollPolicy | None = None,
-    timeout: float | None = None,
 ) -> AsyncGenerator[VerificationJob, None]:
     """Yield each job as it finishes, using far fewer calls than one wait per job.
 
@@ -719,10 +630,23 @@ def wait_many(
     ``timeout`` bounds the whole wait: ``JobWaitTimeout`` (with one still-pending job's
     last snapshot, or None) when it passes.
     """
-    if isinstance(job_ids, str | bytes):
-        raise TypeError("job_ids must be a collection of ints")
-    ids = list(dict.fromkeys(v.positive_id(i, "job_ids[]") for i in job_ids))
-    if tag is not None:
-        v.string(tag, "tag", allow_empty=True)  # a search tag: any length
-    chosen = _policy(policy)
-    return _many(jobs, ids, tag, chosen, _limit(timeout, chosen))
+    receiver = _receiver(jobs)
+    state = _Many(jobs, ids, tag, policy, _Clock(timeout, jobs.clock), receiver is not None)
+    wake = asyncio.Event()
+    subs: list[JobSubscription] = []
+    if receiver is not None:
+        subs = [receiver.subscribe(job_id, wake) for job_id in ids]
+    tick = 0
+    try:
+        while state.pending:
+            tick += 1
+            for done in await state.tick(tick):
+                yield done
+            if not state.pending:
+                return
+            if await state.rest(tick, wake if subs else None):
+                state.woken(subs)
+    finally:
+        if receiver is not None:
+            for sub in subs:
+                receiver.unsubscribe(sub)
