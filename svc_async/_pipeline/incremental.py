@@ -169,23 +169,31 @@ class ArraySplitter:
                     return
                 yield self._rest()
                 return
-            end = _guess_end(view)
-            try:
-                items = self._decode(bytes(buf[:end])) if end else None
-            except ResponseDecodeError:  # a wrong guess: the exact scan decides
-                items = None
-            if items is None:
-                end = _exact_end(view)
-                if not end and len(view) < len(buf):  # one element bigger than a slice
-                    view = _mask_escapes(bytes(buf))
-                    end = _exact_end(view)
-                if not end:
-                    if final:
-                        raise self._syntax("the array is cut short")
-                    self._wait = 2 * len(buf)  # one huge element: look again when doubled
-                    return
-                items = self._decode(bytes(buf[:end]))
-            yield self._emit(items, end)
+            found = self._find(view, final)
+            if found is None:
+                return
+            yield self._emit(*found)
+
+    def _find(self, view: bytes, final: bool) -> tuple[list[Any], int] | None:
+        """The whole elements at the buffer's head, decoded, and where they end: a
+        guessed end checked by decoding, else the exact scan (None: none complete yet)."""
+        buf = self._buf
+        end = _guess_end(view)
+        try:
+            items = self._decode(bytes(buf[:end])) if end else None
+        except ResponseDecodeError:  # a wrong guess: the exact scan decides
+            items = None
+        if items is not None:
+            return items, end
+        end = _exact_end(view)
+        if not end and len(view) < len(buf):  # one element bigger than a slice
+            end = _exact_end(_mask_escapes(bytes(buf)))
+        if not end:
+            if final:
+                raise self._syntax("the array is cut short")
+            self._wait = 2 * len(buf)  # one huge element: look again when doubled
+            return None
+        return self._decode(bytes(buf[:end])), end
 
     def close(self) -> Iterator[tuple[int, list[Any]]]:
         """The last slices at the end of the body; checks that the array was closed."""
