@@ -45,9 +45,10 @@ SMALL_FLOORS = {"sdk": 0.85, "sdk+pacing": 0.80}
 BIG_FLOOR = 0.9
 
 
-def floor(label: str, candidate: str) -> float:
-    """The median ratio ``candidate`` must reach on ``label``'s answers."""
-    return SMALL_FLOORS.get(candidate, BIG_FLOOR) if label == SMALL else BIG_FLOOR
+def floor(body: str, candidate: str) -> float:
+    """The median ratio ``candidate`` must reach on ``body``'s answers (``SMALL`` or a
+    key of ``bt.CANNED_ENTRIES``)."""
+    return SMALL_FLOORS.get(candidate, BIG_FLOOR) if body == SMALL else BIG_FLOOR
 
 
 CEILING = "aiohttp+structure"
@@ -153,7 +154,7 @@ def summarise(
     if calibration:
         figure = h.figure(f"{label}: {CEILING} / itself, paired (the method's noise)", median)
     else:
-        least = floor(label, candidate)
+        least = floor(body, candidate)
         figure = h.figure(name, median, target=f">= {least}", met=median >= least)
     figure.update(rounds=len(samples), **spread, cpu_ratio=row["cpu_ratio_median"])
     return row, figure
