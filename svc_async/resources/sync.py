@@ -266,12 +266,7 @@ def _parse_date(raw: str | None) -> dt.datetime | None:
         return None
     try:
         parsed = email.utils.parsedate_to_datetime(raw)
-    except (
-        TypeError,
-        ValueError,
-        IndexError,
-        OverflowError,
-    ):  # OverflowError: a year or zone too big
+    except (TypeError, ValueError, IndexError, OverflowError):  # Overflow: a huge year or zone
         return None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
 
