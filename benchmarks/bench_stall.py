@@ -45,7 +45,7 @@ import orjson
 from svc_async import Client
 from svc_async._pipeline import incremental as _incremental
 from svc_async.models import Entry
-from svc_async.resources.entries import Entries
+from svc_async.resources import entries as _entries_module
 
 TOKEN = "bench-token"
 SEASON = "/api/public/v1/season/{id}/entries"
@@ -137,17 +137,14 @@ class Ticker:
 
 def set_mode(mode: str) -> None:
     """``before``: no stream decoder (main's one-shot path, ``transport.send``); ``after``: on."""
-    if mode == "before":
-        Entries._decoder = _no_decoder  # type: ignore[assignment,method-assign]
-    else:
-        Entries._decoder = _DECODER  # type: ignore[method-assign]
+    _entries_module.StreamDecode = _no_decoder if mode == "before" else _DECODER  # type: ignore[assignment,misc]
 
 
-def _no_decoder(self: Entries) -> contextlib.nullcontext[None]:
+def _no_decoder(_item_type: object) -> contextlib.nullcontext[None]:
     return contextlib.nullcontext(None)
 
 
-_DECODER = Entries._decoder
+_DECODER = _entries_module.StreamDecode
 THRESHOLD = _incremental.STREAM_THRESHOLD
 
 
