@@ -302,7 +302,9 @@ async def structure_chunks(
     splitter = ArraySplitter(slice_bytes, status=status)
     out: list[T] = []
     loop = asyncio.get_running_loop()
-    turns = _TURNS.setdefault(loop, _Turns())
+    turns = _TURNS.get(loop)
+    if turns is None:  # one per loop, made once (not a Lock made and dropped per answer)
+        turns = _TURNS[loop] = _Turns()
     body = aiter(chunks)
     try:
         while True:

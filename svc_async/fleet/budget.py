@@ -43,7 +43,7 @@ from ..errors import PacingExceedsDeadline
 from ..models import RateLimit
 from ..retry import parse_retry_after
 from .keys import Keys
-from .store import Store
+from .store import Store, script_command
 
 if TYPE_CHECKING:  # only a client given metrics= imports OpenTelemetry
     from .._pipeline.metrics import Metrics
@@ -265,7 +265,7 @@ class FleetPacer:
 
     def _script(self, script: Any, args: tuple[Any, ...]) -> Callable[[Any], Awaitable[Any]]:
         """A store command running ``script`` on the budget's keys (budget, leases)."""
-        return lambda redis: script(keys=self._keys, args=args, client=redis)
+        return script_command(script, self._keys, args)
 
     async def _give_back(self, grant_id: str, answer: Any) -> None:
         """A grant that came after its caller stopped waiting: end its lease now."""

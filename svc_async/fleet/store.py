@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import MaxConnectionsError
@@ -31,7 +31,7 @@ from .connect import check_url, describe, redis_client, store_errors
 if TYPE_CHECKING:  # only a client or receiver given metrics= imports OpenTelemetry
     from .._pipeline.metrics import Metrics
 
-__all__ = ["DEFAULT_TIMEOUT", "Store"]
+__all__ = ["DEFAULT_TIMEOUT", "Store", "script_command"]
 
 logger = logging.getLogger(__name__)
 
@@ -198,3 +198,11 @@ class Store:
             await asyncio.wait(set(self._late), timeout=self.timeout * 2)
         with contextlib.suppress(*_FAILURES):
             await self.redis.aclose()
+
+
+def script_command(
+    script: Any, keys: Sequence[str], args: Sequence[Any]
+) -> Callable[[Any], Awaitable[Any]]:
+    """A ``Store.run`` command that runs a registered Lua ``script`` on ``keys`` with
+    ``args``, on the client ``run`` hands it (the budget's and the webhooks' scripts)."""
+    return lambda redis: script(keys=keys, args=args, client=redis)

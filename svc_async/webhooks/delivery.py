@@ -179,7 +179,7 @@ class Callbacks:
 class MemoryBackend:
     """Where a receiver's claimed deliveries are held and run, chosen once, at
     construction: here, in this process, deduplicated over the last ``dedupe_size``
-    slots, each run in a task (the fleet's ``RedisBackend`` is built on this one).
+    slots, each run in a task.
 
     A job gets up to ``policy.attempts`` runs (``attempt``), waiting ``policy.backoff(n)``
     after the n-th failed one on ``clock`` (a virtual one in tests), then is settled

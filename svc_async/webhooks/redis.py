@@ -40,7 +40,7 @@ from ..clock import Clock
 from ..errors import WebhookPayloadError
 from ..fleet.keys import GROUP, KINDS, Keys, scope_for
 from ..fleet.seal import Seal
-from ..fleet.store import Store, cancel_and_wait
+from ..fleet.store import Store, cancel_and_wait, script_command
 from .core import DeliveryKey, Inbound, Secrets
 from .delivery import Callbacks, DeliveryJob, MemoryBackend, kind_name
 from .payloads import JobStatusUpdate, parse_delivery
@@ -223,11 +223,6 @@ class _Sent(_Held):
 async def _renew(stream: str, consumer: str, ids: list[bytes], redis: Any) -> None:
     """Reset the idle time of entries this replica holds: it is alive and on them."""
     await redis.xclaim(stream, GROUP, consumer, 0, ids, justid=True)
-
-
-async def _call(script: Any, keys: list[str], args: list[Any], redis: Any) -> Any:
-    """Run one of the scripts (``store.run`` hands it the client)."""
-    return await script(keys=keys, args=args, client=redis)
 
 
 def _text(value: Any) -> str:
@@ -506,7 +501,7 @@ class RedisBackend(MemoryBackend):
 
     async def _script(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         """Run one of the scripts on the store (None: the store is away)."""
-        return await self.store.run(functools.partial(_call, script, keys, args))
+        return await self.store.run(script_command(script, keys, args))
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
