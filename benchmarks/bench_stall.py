@@ -137,14 +137,21 @@ class Ticker:
 
 def set_mode(mode: str) -> None:
     """``before``: no stream decoder (main's one-shot path, ``transport.send``); ``after``: on."""
-    _entries_module.StreamDecode = _no_decoder if mode == "before" else _DECODER  # type: ignore[assignment,misc]
+    _entries_module.EntriesDecode = _no_decoder if mode == "before" else _DECODER  # type: ignore[assignment,misc]
 
 
-def _no_decoder(_item_type: object) -> contextlib.nullcontext[None]:
-    return contextlib.nullcontext(None)
+class _OneShot(_entries_module.EntriesDecode):
+    """The entries decoder that does not stream: the whole body read, then structured."""
+
+    __slots__ = ()
+    streams = False
 
 
-_DECODER = _entries_module.StreamDecode
+def _no_decoder(item_type: type[Any]) -> contextlib.nullcontext[_OneShot]:
+    return contextlib.nullcontext(_OneShot(item_type))
+
+
+_DECODER = _entries_module.EntriesDecode
 THRESHOLD = _incremental.STREAM_THRESHOLD
 
 

@@ -1,8 +1,8 @@
 """Client: configuration, lifecycle, the send pipeline and the resource sub-clients.
 
 Every call goes one way: a sub-client builds a path and a body, ``Client._send`` turns
-them into a ``Request`` and runs the pipeline (auth -> pacing -> transport -> retry),
-and the decoded JSON goes back to the sub-client, which structures it into models.
+them into a ``Call`` and runs the pipeline (auth -> pacing -> transport -> retry), and
+the call's ``Decoder`` (the sub-client's) makes the answer its model.
 """
 
 from __future__ import annotations
@@ -514,8 +514,8 @@ class Client:
         ``options`` are the caller's ``CallOptions`` as given, checked here (what is left
         out takes this client's default); ``fields`` the sub-client's own (``SendFields``):
         ``host`` picks the base URL, the rest are ``Call`` fields of the same names. Gives
-        the decoded data. Not a coroutine itself: the pipeline's ``run`` is awaited
-        directly, one layer less on every call.
+        what the call's ``decode`` makes of the answer. Not a coroutine itself: the
+        pipeline's ``run`` is awaited directly, one layer less on every call.
         """
         shared = self._shared
         tracker = shared.env.tracker  # its loop and closed flag, read without properties

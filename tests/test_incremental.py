@@ -95,17 +95,19 @@ class _Stream:
 
 async def test_the_empty_object_answer_stays_on_the_one_shot_path() -> None:
     decoder = StreamDecode(m.Entry, threshold=1)
-    assert await decoder(_Stream(b"{}")) == {}  # one-shot data, structured by the caller
+    assert await decoder.read_stream(_Stream(b"{}")) == {}  # one-shot data, built after
     assert parse_entries({}) == []
 
 
 async def test_small_answers_take_the_one_shot_path_by_length_or_bytes_read() -> None:
     body = orjson.dumps(big_body(3))
     decoder = StreamDecode(m.Entry, threshold=len(body) + 1)
-    by_length = await decoder(_Stream(body, {"Content-Length": str(len(body))}))
-    by_bytes = await decoder(_Stream(body))  # no Content-Length: read up to the threshold
+    by_length = await decoder.read_stream(_Stream(body, {"Content-Length": str(len(body))}))
+    by_bytes = await decoder.read_stream(
+        _Stream(body)
+    )  # no Content-Length: read up to the threshold
     assert by_length == by_bytes == orjson.loads(body)
-    sliced = await StreamDecode(m.Entry, threshold=len(body) // 2)(_Stream(body))
+    sliced = await StreamDecode(m.Entry, threshold=len(body) // 2).read_stream(_Stream(body))
     assert isinstance(sliced, Sliced)
     assert sliced.items == structure(orjson.loads(body), list[m.Entry])
 
@@ -388,7 +390,7 @@ async def test_for_season_streams_a_big_answer_to_the_same_models() -> None:
     assert len(body) > 64 * 1024
     app, calls = _entries_app(body)
     seen: list[Any] = []
-    real = StreamDecode.__call__
+    real = StreamDecode.read_stream
 
     async def spy(self: StreamDecode, stream: Any) -> Any:
         out = await real(self, stream)
@@ -396,11 +398,11 @@ async def test_for_season_streams_a_big_answer_to_the_same_models() -> None:
         return out
 
     async with serve_app(app) as base, Client(base, token="t", rate_limit=False) as svc:
-        StreamDecode.__call__ = spy  # type: ignore[method-assign]
+        StreamDecode.read_stream = spy  # type: ignore[method-assign]
         try:
             got = await svc.entries.for_season(7)
         finally:
-            StreamDecode.__call__ = real  # type: ignore[method-assign]
+            StreamDecode.read_stream = real  # type: ignore[method-assign]
     assert got == structure(data, list[m.Entry])
     assert len(calls) == 1
     [returned] = seen

@@ -645,6 +645,7 @@ async def test_a_closed_client_does_not_warn() -> None:
 
 async def test_a_stream_decoder_gets_the_2xx_body_unread_and_errors_stay_errors() -> None:
     from svc_async import NotFoundError
+    from svc_async._pipeline.answers import Decoder
     from svc_async._transports.base import StreamResponse
 
     def handler(request: Request) -> Response:
@@ -654,17 +655,22 @@ async def test_a_stream_decoder_gets_the_2xx_body_unread_and_errors_stay_errors(
 
     chunks_seen: list[int] = []
 
-    async def decoder(stream: StreamResponse) -> Any:
-        parts = []
-        async for chunk in stream.iter_chunks(512):
-            chunks_seen.append(len(chunk))
-            parts.append(chunk)
-        return orjson.loads(b"".join(parts))
+    class Streamed(Decoder[Any]):
+        streams = True
+
+        async def read_stream(self, stream: StreamResponse) -> Any:
+            parts = []
+            async for chunk in stream.iter_chunks(512):
+                chunks_seen.append(len(chunk))
+                parts.append(chunk)
+            return orjson.loads(b"".join(parts))
+
+    decoder = Streamed()
 
     async with Client("https://v.example", token="t", transport=MockTransport(handler)) as svc:
-        reply = await svc._send("GET", "/big", idempotent=True, stream_decode=decoder, reply=True)
+        reply = await svc._send("GET", "/big", idempotent=True, decode=decoder, reply=True)
         assert reply.data == list(range(1000))
         assert reply.meta is not None and reply.meta.status == 200
         with pytest.raises(NotFoundError, match="no such thing"):
-            await svc._send("GET", "/missing", idempotent=True, stream_decode=decoder)
+            await svc._send("GET", "/missing", idempotent=True, decode=decoder)
     assert len(chunks_seen) > 1  # it was streamed, not handed over whole

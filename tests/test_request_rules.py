@@ -724,7 +724,7 @@ def _answer(request: Request) -> Response:
         {"org_id": 7},  # a removed spelling
         {"reply": True},  # the sub-client's own fields are not the caller's options
         {"idempotent": False},
-        {"stream_decode": None},
+        {"decode": None},
         {"host": "account"},
         {"authenticate": False},
         {"headers": {"X-A": "1"}},

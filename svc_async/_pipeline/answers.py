@@ -1,8 +1,10 @@
 """What comes back from the service: decoded bodies, API errors, and a reply's metadata.
 
-``decode_json`` is the default decoder (integers kept exact), ``api_error`` the
-``APIError`` of a non-2xx answer with every secret redacted from its body, and ``Reply``
-a call's data with the status and headers of the response that carried it.
+``Decoder`` is how a 2xx answer becomes what a call returns, the one interface of every
+endpoint (``decode_json`` reads the body, integers kept exact; the converter builds the
+model). ``api_error`` is the ``APIError`` of a non-2xx answer with every secret redacted
+from its body, and ``Reply`` a call's data with the status and headers of the response
+that carried it.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ import orjson
 import yarl
 
 from .._core.exact_json import has_long_number, loads_exact, too_deep
-from .._transports.base import Response
+from .._transports.base import Response, StreamResponse
+from ..converter import structure
 from ..errors import APIError, RateLimitError, ResponseDecodeError, error_class_for
 from ..models import RateLimit
 from ..redact import redact_text, redact_url, redact_value
 from ..retry import server_wait
 from .ratelimit import parse_rate_limit
 
-__all__ = ["Reply", "ResponseMeta", "api_error", "decode_json", "read_exactly"]
+__all__ = ["JSON", "Decoder", "Reply", "ResponseMeta", "api_error", "decode_json", "read_exactly"]
 
 T = TypeVar("T")
 
@@ -145,6 +148,45 @@ def read_exactly(content: bytes, data: Any, status: int | None) -> Any:
         return loads_exact(content)
     except ValueError:
         return data
+
+
+class Decoder(Generic[T]):
+    """How a call's 2xx answer becomes what the call returns: one interface, every endpoint.
+
+    Two steps. ``read`` turns the body into JSON: a failure there is a bad read (a cut,
+    a garbled body), retried like one when the call is safe to repeat. ``build`` turns
+    that JSON into ``model`` (None: the JSON as it is): a failure there is the document's
+    own, raised at once with its JSON path. A decoder that ``streams`` is handed the 2xx
+    answer unread instead (``read_stream``: entries structured in slices as they arrive,
+    a download written to disk), when the transport can stream; ``build`` finishes it.
+    """
+
+    __slots__ = ("model",)
+
+    streams = False
+    """Whether ``read_stream`` takes the 2xx answer unread (on a streaming transport)."""
+
+    def __init__(self, model: type[T] | None = None) -> None:
+        self.model = model
+
+    read = staticmethod(decode_json)
+    """The complete 2xx response's data: its body as JSON (``decode_json`` itself, which
+    saves a frame on every call)."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {getattr(self.model, '__name__', self.model)}>"
+
+    async def read_stream(self, stream: StreamResponse) -> Any:
+        """The data of a 2xx answer handed over unread (for a decoder that ``streams``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not stream")
+
+    def build(self, data: Any, status: int) -> T:
+        """What the call returns of ``data``: ``model`` structured from it, or the data."""
+        return data if self.model is None else structure(data, self.model, status=status)
+
+
+JSON: Decoder[Any] = Decoder()
+"""The decoder of a call that returns the JSON itself (``Client.request``, logins)."""
 
 
 def api_error(

@@ -16,7 +16,7 @@ quote-aware scan of the slice decides. On 1,000 entries the whole split-and-deco
 0.7x one ``orjson.loads`` of the body in 256 KiB slices, which stay in cache (0.9-1.0x in
 1 MiB ones); ijson's yajl2_c backend takes 4x (``benchmarks/bench_stall.py``).
 ``ArraySplitter`` is sans-I/O; ``structure_chunks`` drives it from any async iterator of
-body chunks; ``StreamDecode`` is the pipeline's ``stream_decode`` strategy for entries.
+body chunks; ``StreamDecode`` is the entries calls' ``Decoder``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import asyncio
 import re
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import attrs
 import orjson
@@ -35,7 +35,7 @@ from .._transports.base import Response, StreamResponse
 from ..converter import structure, structuring_step
 from ..errors import ResponseDecodeError
 from ..redact import redact_text
-from .run import decode_json, read_exactly
+from .answers import Decoder, decode_json, read_exactly
 
 T = TypeVar("T")
 
@@ -395,34 +395,37 @@ class Sliced:
     error: ResponseDecodeError | None = None
 
 
-class StreamDecode:
-    """A pipeline ``stream_decode`` strategy: big 2xx JSON arrays structured as they stream.
+class StreamDecode(Decoder[list[T]]):
+    """The ``Decoder`` of a list answer: big 2xx JSON arrays structured as they stream.
 
-    The pipeline hands it a 2xx response with its body unread. A small answer (by
-    Content-Length, or by the bytes read before ``threshold``) is read whole and decoded
-    by ``decode_json`` as any call's; the caller structures that data. A big array is
-    structured into ``item_type`` in slices, and comes back as a ``Sliced``. Syntax
-    errors and cuts raise (the pipeline retries reads); bad values come back in
-    ``Sliced.error``. The body cap is the transport's, enforced as the stream is read.
-    Use it as a context manager around the call: calls in flight on one loop share the
-    threshold (see ``plan``).
+    The pipeline hands it a 2xx response with its body unread (``read_stream``). A small
+    answer (by Content-Length, or by the bytes read before ``threshold``) is read whole
+    and decoded by ``decode_json`` as any call's, then structured by ``build``. A big
+    array is structured into ``item_type`` in slices, and comes back as a ``Sliced``.
+    Syntax errors and cuts raise (the pipeline retries reads); bad values come back in
+    ``Sliced.error``, for ``build`` to raise unretried. The body cap is the transport's,
+    enforced as the stream is read. Use it as a context manager around the call: calls
+    in flight on one loop share the threshold (see ``plan``).
     """
 
     __slots__ = ("_loop", "item_type", "slice_bytes", "threshold")
 
+    streams = True
+
     def __init__(
         self,
-        item_type: type[Any],
+        item_type: type[T],
         *,
         threshold: int | None = None,
         slice_bytes: int | None = None,
     ) -> None:
+        super().__init__(list[item_type])  # type: ignore[valid-type]
         self.item_type = item_type
         self.threshold = STREAM_THRESHOLD if threshold is None else threshold
         self.slice_bytes = SLICE_BYTES if slice_bytes is None else slice_bytes
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def __enter__(self) -> StreamDecode:
+    def __enter__(self) -> Self:
         """Count this call on the running loop until it ends."""
         self._loop = asyncio.get_running_loop()
         _ACTIVE[self._loop] = _ACTIVE.get(self._loop, 0) + 1
@@ -457,7 +460,7 @@ class StreamDecode:
         except ValueError:
             return True
 
-    async def __call__(self, stream: StreamResponse) -> Any:
+    async def read_stream(self, stream: StreamResponse) -> Any:
         """Decode ``stream``'s body: the one-shot data, or a ``Sliced`` for a big array."""
         chunks = stream.iter_chunks(_CHUNK)
         if not self.plan(stream.headers):
@@ -489,6 +492,14 @@ class StreamDecode:
                 raise
             return Sliced([], exc)  # a bad value: the caller raises it, unretried
         return Sliced(items)
+
+    def build(self, data: Any, status: int) -> list[T]:
+        """The models: sliced already (a bad value's error raised now), or structured."""
+        if type(data) is Sliced:
+            if data.error is not None:
+                raise data.error
+            return data.items
+        return super().build(data, status)
 
     @staticmethod
     def _one_shot(stream: StreamResponse, content: bytes) -> Any:

@@ -16,10 +16,11 @@ Each attempt of a call goes through the same steps, each a function of its own:
 Observers (``CallObserver``: tracing, event hooks) hear each step of a call through the
 ``CallWatch`` they return for it; they observe, they never run the call.
 
-A call's body is decoded by its ``decode`` strategy (``decode_json`` by default). A call
-may instead give ``stream_decode``: the pipeline then opens the response as a stream and
-hands a 2xx body to it unread (an incremental JSON decoder for large answers, a download
-writing to disk); other statuses are read whole, under the transport's body cap.
+A call's 2xx answer becomes what it returns through its ``Decoder`` (``answers.py``), the
+one interface of every endpoint: ``read`` (bytes -> JSON) within the attempt, so that a
+bad read is retried like any, then ``build`` (JSON -> model) once the call succeeded. A
+decoder that streams (entries structured in slices, a download written to disk) is handed
+a 2xx answer unread; other statuses are read whole, under the transport's body cap.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import itertools
 import logging
 import os
 import random
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from typing import Any, Literal, Protocol, TypeVar
 
 import attrs
@@ -44,7 +45,6 @@ from .._transports.base import (
     Request,
     Response,
     StreamingTransport,
-    StreamResponse,
     Timeout,
     Transport,
 )
@@ -63,7 +63,16 @@ from ..errors import (
 from ..models import RateLimit
 from ..redact import redact_text, redact_url
 from ..retry import RetryBudget, RetryPolicy
-from .answers import REPLIES, Reply, ResponseMeta, api_error, decode_json, read_exactly
+from .answers import (
+    JSON,
+    REPLIES,
+    Decoder,
+    Reply,
+    ResponseMeta,
+    api_error,
+    decode_json,
+    read_exactly,
+)
 from .decide import RENEW, RETURN, Action, Decision, Outcome, decide, outcome_of
 from .ratelimit import Pacing, parse_rate_limit
 
@@ -76,6 +85,7 @@ __all__ = [
     "CallObserver",
     "CallWatch",
     "Decision",
+    "Decoder",
     "Env",
     "Outcome",
     "Reply",
@@ -95,12 +105,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-Decoder = Callable[[Response], Any]
-"""Turn a complete 2xx ``Response`` into data (raise ``ResponseDecodeError`` if it can't)."""
-
-StreamDecoder = Callable[[StreamResponse], Awaitable[Any]]
-"""Turn a streamed 2xx response (body unread) into data, e.g. incrementally."""
 
 
 class CallWatch(Protocol):
@@ -164,8 +168,8 @@ class Call:
     operation: str = ""
     """The SDK call this is (``jobs.get``), named by its sub-client: the name of its span."""
     authenticate: bool = True
-    decode: Decoder | None = None
-    stream_decode: StreamDecoder | None = None
+    decode: Decoder[Any] = JSON
+    """How the 2xx answer becomes what the call returns (``JSON``: the JSON itself)."""
     ambiguous: bool = False
     """Return ``Ambiguous`` instead of raising when a failure may have been processed."""
     reply: bool = False
@@ -173,7 +177,7 @@ class Call:
     headers: Mapping[str, str] | None = None
     """Headers of this call over the client's (a download's ``Accept: */*``)."""
     redirects: bool = False
-    """Hand a redirect (301, 302, 303, 307, 308) to ``decode`` instead of raising it."""
+    """Hand a redirect (301, 302, 303, 307, 308) to ``decode.read`` instead of raising it."""
     service: bool = True
     """The URL is the service's own: paced, and its answer observed (rate limit, Date).
     False for another origin (the storage host of a signed link)."""
@@ -476,11 +480,11 @@ def _bounded(timeout: Timeout, deadline: float | None, now: float) -> Timeout:
 
 
 async def _send_streamed(
-    transport: StreamingTransport, request: Request, decoder: StreamDecoder
+    transport: StreamingTransport, request: Request, decoder: Decoder[Any]
 ) -> tuple[Response, Any]:
     async with transport.stream(request) as stream:
         if 200 <= stream.status < 300:
-            data = await decoder(stream)
+            data = await decoder.read_stream(stream)
             return Response(stream.status, stream.headers, b"", request), data
         body = b"".join([chunk async for chunk in stream.iter_chunks(65536)])
         return Response(stream.status, stream.headers, body, request), _NO_DATA
@@ -574,6 +578,8 @@ def _ended(
     call = attempts.call
     if isinstance(exc, asyncio.CancelledError):
         exc = attempts.env.tracker.closing(task, f"{call.method} {call.url.path}") or exc
+    if isinstance(exc, ResponseDecodeError):  # a document that did not fit its model
+        _hide_secrets(exc, attempts.env)
     if isinstance(exc, SvcError) and exc.request_id is None:
         exc.request_id = attempts.rid
     if attempts.watch is not None:
@@ -614,10 +620,10 @@ async def _attempt_until_done(attempts: _Attempts) -> Any:
         data: Any = _NO_DATA
         failure: SvcError | None = None
         try:  # the exchange (the one path): whatever came, the answer is observed
-            if call.stream_decode is None or not isinstance(env.transport, StreamingTransport):
+            if not call.decode.streams or not isinstance(env.transport, StreamingTransport):
                 response = await env.transport.send(request)
             else:
-                response, data = await _send_streamed(env.transport, request, call.stream_decode)
+                response, data = await _send_streamed(env.transport, request, call.decode)
         except (TransportError, ResponseDecodeError) as exc:
             failure = exc
         finally:
@@ -658,10 +664,12 @@ async def _recover(attempts: _Attempts, response: Response | None, failure: SvcE
 
 
 def _returned(attempts: _Attempts, data: Any, response: Response) -> Any:
-    """What a successful call returns: its data, or its ``Reply`` when it asked for one;
-    the reply is also handed to whoever listens in this task (``with_raw_response``)."""
+    """What a successful call returns: its data built (``Decoder.build``: a document that
+    does not fit raises, unretried), or its ``Reply`` when it asked for one; the reply is
+    also handed to whoever listens in this task (``with_raw_response``)."""
     env, call = attempts.env, attempts.call
     env.budget.record_success()
+    data = call.decode.build(data, response.status)
     listening = REPLIES.get()
     if not call.reply and listening is None:
         return data
@@ -836,8 +844,8 @@ def _outcome(
     call: Call, response: Response | None, data: Any, failure: SvcError | None
 ) -> tuple[Response | None, Any, SvcError | None]:
     """What an attempt brought: a success (a 2xx, or a redirect the call takes) is its
-    response and data, decoded now unless streamed; anything else is no response, with
-    the failure if there is one."""
+    response and data, read now unless streamed; anything else is no response, with the
+    failure if there is one."""
     if failure is not None or response is None:
         return None, None, failure
     status = response.status
@@ -846,7 +854,7 @@ def _outcome(
     if data is not _NO_DATA:
         return response, data, None
     try:
-        return response, (call.decode or decode_json)(response), None
+        return response, call.decode.read(response), None
     except ResponseDecodeError as exc:
         return None, None, exc
 
@@ -868,8 +876,7 @@ def _after(
     if response is not None and not 200 <= response.status < 300:
         failure = api_error(response, call.method, call.url, env.secrets(), wall=wall)
     if isinstance(failure, ResponseDecodeError):
-        # A decoder quotes the body: hide whatever credentials the server echoed.
-        failure.args = (redact_text(str(failure), env.secrets()),)
+        _hide_secrets(failure, env)
     assert failure is not None
     outcome = outcome_of(status, failure, response.headers if response is not None else {}, wall)
     policy = call.policy
@@ -901,6 +908,11 @@ def _after(
     elif decision.spend:
         env.budget.spend(decision.spend)  # ``decide`` checked the budget can afford it
     return decision, failure
+
+
+def _hide_secrets(error: ResponseDecodeError, env: Env) -> None:
+    """A decoder quotes the body: hide whatever credentials the server echoed in it."""
+    error.args = (redact_text(str(error), env.secrets()),)
 
 
 async def _pace(attempts: _Attempts, pacer: Pacing) -> None:

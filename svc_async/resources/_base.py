@@ -22,7 +22,7 @@ from .._pipeline.answers import REPLIES, Reply
 from ..types import CallOptions
 
 if TYPE_CHECKING:
-    from .._pipeline.run import Decoder, StreamDecoder
+    from .._pipeline.answers import Decoder
     from ..clock import Clock
 
 P = ParamSpec("P")
@@ -47,14 +47,11 @@ class SendFields(TypedDict, total=False):
     ambiguous: bool
     """Return ``pipeline.Ambiguous`` (the failure and the deadline) instead of raising
     when a call unsafe to repeat failed in a way that may have been processed."""
-    decode: Decoder | None
-    """Turns a 2xx body into data (None: JSON)."""
-    stream_decode: StreamDecoder | None
-    """Receives a 2xx response streamed, body unread."""
 
 
 class Send(Protocol):
-    """Run one call through the client's pipeline and return its decoded data.
+    """Run one call through the client's pipeline and return what its ``decode`` makes of
+    the answer (``Decoder(VerificationJob)``: the model; by default the JSON).
 
     ``options`` are the caller's, passed on whole and checked there (``types.check_options``);
     ``fields`` are the sub-client's own.
@@ -67,8 +64,10 @@ class Send(Protocol):
         body: Any = None,
         options: CallOptions | None = None,
         /,
+        *,
+        decode: Decoder[T] = ...,
         **fields: Unpack[SendFields],
-    ) -> Awaitable[Any]: ...
+    ) -> Awaitable[T]: ...
 
 
 def with_reply(

@@ -27,7 +27,8 @@ import attrs
 import yarl
 
 from .._core import validate as v
-from .._pipeline.run import Call, Env, StreamDecoder, run
+from .._pipeline.answers import Decoder
+from .._pipeline.run import Call, Env, run
 from .._transports.base import Response, StreamingTransport, StreamResponse, Timeout
 from ..errors import (
     PermissionDeniedError,
@@ -117,8 +118,7 @@ async def _follow(
             attempt_timeout=timeout or DEFAULT_LIMITS,
             policy=policy,
             authenticate=authenticate,
-            decode=_redirect,
-            stream_decode=sink.writer(target),
+            decode=_Hop(sink, target),
             headers=_ACCEPT_ANY,
             redirects=True,
             service=ours,
@@ -149,11 +149,6 @@ async def _follow(
     raise TransportError(f"more than {MAX_REDIRECTS} redirects for {redact_url(target)}")
 
 
-def _redirect(response: Response) -> Response:
-    """A redirect's answer, handed back as it came (the pipeline's ``decode`` for a hop)."""
-    return response
-
-
 class _Sink:
     """Where the body goes; each attempt starts it over from where the download began."""
 
@@ -172,24 +167,42 @@ class _Sink:
         self.rewindable = self.start is not None
         self.started = False
 
-    def writer(self, url: yarl.URL) -> StreamDecoder:
-        """The ``stream_decode`` of a hop to ``url``: write the 2xx body, say what was written."""
+    async def write(self, stream: StreamResponse, url: yarl.URL) -> DownloadResult:
+        """Write the 2xx body of a hop to ``url``; say what was written."""
+        if self.started and self.start is not None:  # a retry: drop the partial body
+            self.file.seek(self.start)
+            self.file.truncate()
+        self.started = True
+        total = _content_length(stream.headers)
+        chunks = stream.iter_chunks(self.chunk_size, capped=False)  # to disk, not memory
+        written = await _copy(chunks, self.file, total, self.progress)
+        return DownloadResult(
+            url=redact_url(url),
+            bytes_written=written,
+            content_type=stream.headers.get("Content-Type"),
+        )
 
-        async def write(stream: StreamResponse) -> DownloadResult:
-            if self.started and self.start is not None:  # a retry: drop the partial body
-                self.file.seek(self.start)
-                self.file.truncate()
-            self.started = True
-            total = _content_length(stream.headers)
-            chunks = stream.iter_chunks(self.chunk_size, capped=False)  # to disk, not memory
-            written = await _copy(chunks, self.file, total, self.progress)
-            return DownloadResult(
-                url=redact_url(url),
-                bytes_written=written,
-                content_type=stream.headers.get("Content-Type"),
-            )
 
-        return write
+class _Hop(Decoder[Any]):
+    """The decoder of one hop: a 2xx body streamed into the sink, a redirect handed back
+    as it came (the next hop follows it)."""
+
+    __slots__ = ("sink", "url")
+
+    streams = True
+
+    def __init__(self, sink: _Sink, url: yarl.URL) -> None:
+        super().__init__()
+        self.sink = sink
+        self.url = url
+
+    def read(self, response: Response) -> Response:
+        """A redirect's answer, as it came."""
+        return response
+
+    async def read_stream(self, stream: StreamResponse) -> DownloadResult:
+        """The body written: what was written."""
+        return await self.sink.write(stream, self.url)
 
 
 def _expired(exc: PermissionDeniedError, url: yarl.URL) -> SignedURLExpired:

@@ -8,7 +8,7 @@ from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Unpack
 
 from .._core import validate as v
-from .._pipeline.incremental import Sliced, StreamDecode
+from .._pipeline.incremental import StreamDecode
 from ..converter import format_timestamp, structure
 from ..models import Entry
 from ..types import CallOptions
@@ -46,13 +46,16 @@ def parse_entries(data: Any) -> builtins.list[Entry]:
     return structure(data, builtins.list[Entry])
 
 
-def _entries(data: Any) -> builtins.list[Entry]:
-    """The models of an answer from ``StreamDecode``: sliced already, or one-shot data."""
-    if type(data) is Sliced:
-        if data.error is not None:
-            raise data.error
-        return data.items
-    return parse_entries(data)
+class EntriesDecode(StreamDecode[Entry]):
+    """The entries calls' decoder: big answers structured as they stream, ``{}`` none."""
+
+    __slots__ = ()
+
+    def build(self, data: Any, status: int) -> builtins.list[Entry]:
+        """The entries of the answer (``{}``, the service's word for none: no entries)."""
+        if data is None or (type(data) is dict and not data):
+            return []
+        return super().build(data, status)
 
 
 class Entries(Resource):
@@ -91,17 +94,16 @@ class Entries(Resource):
     ) -> builtins.list[Entry]:
         """The entries of one event or season; big answers are structured in slices as
         they stream (issue 13)."""
-        with StreamDecode(Entry) as decoder:
-            data = await self._send(
+        with EntriesDecode(Entry) as decoder:
+            return await self._send(
                 "POST",
                 _PATHS[source].format(id=key),
                 body,
                 options,
                 idempotent=True,
-                stream_decode=decoder,
+                decode=decoder,
                 operation=f"entries.for_{source}",
             )
-        return _entries(data)
 
     async def _fetch_event(
         self, event_id: int, updated_after: dt.datetime | None

@@ -7,13 +7,14 @@ from collections.abc import AsyncIterator
 from typing import Any, Unpack
 
 from .._core import validate as v
-from ..converter import structure
+from .._pipeline.answers import Decoder
 from ..models import Event
 from ..types import CallOptions
 from ._base import Resource
 from .pagination import iter_offset
 
 PATH = "/api/public/v1/event"
+_EVENTS = Decoder(builtins.list[Event])
 
 
 class Events(Resource):
@@ -39,10 +40,15 @@ class Events(Resource):
             body["offset"] = v.count(offset, "offset")
         if organisation_id is not None:
             body["organisationId"] = v.positive_id(organisation_id, "organisation_id")
-        data = await self._send(
-            "POST", PATH, body or None, options, idempotent=True, operation="events.list"
+        return await self._send(
+            "POST",
+            PATH,
+            body or None,
+            options,
+            decode=_EVENTS,
+            idempotent=True,
+            operation="events.list",
         )
-        return structure(data, builtins.list[Event])
 
     def iter(
         self, *, organisation_id: int | None = None, page_size: int = v.MAX_PAGE_SIZE

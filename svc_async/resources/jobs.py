@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, Unpack
 import attrs
 
 from .._core import validate as v
+from .._pipeline.answers import Decoder
 from .._pipeline.run import Ambiguous, deadline_scope
-from ..converter import structure, unstructure
+from ..converter import unstructure
 from ..errors import AmbiguousCreateError, SvcError
 from ..models import (
     CREATION_TAG_PREFIX,
@@ -38,6 +39,8 @@ CREATE_PATH = "/api/public/v1/verification-job"
 GET_PATH = "/api/public/v1/verification-job/{id}"
 GET_PATH_PREFIX = GET_PATH.removesuffix("{id}")
 SEARCH_PATH = "/api/public/v1/verification-job/search"
+_JOB = Decoder(VerificationJob)
+_FOUND = Decoder(JobSearchResults)
 
 
 RESOLVE_INTERVAL = 1.0
@@ -182,6 +185,7 @@ class Jobs(Resource):
                 CREATE_PATH,
                 body,
                 options,
+                decode=_JOB,
                 idempotent=False,
                 ambiguous=tag is not None,
                 operation="jobs.create",
@@ -198,7 +202,7 @@ class Jobs(Resource):
                     extra={"operation": "jobs.create", "method": "POST"},
                 )
             raise
-        return structure(data, VerificationJob)
+        return data
 
     async def _settle(self, tag: str, failure: SvcError, deadline: float | None) -> VerificationJob:
         """After an ambiguous failure: search for ``tag`` until the create's deadline."""
@@ -284,8 +288,9 @@ class Jobs(Resource):
     ) -> VerificationJob:
         """One job in full, with its recording and licence data once processed."""
         path = f"{GET_PATH_PREFIX}{v.positive_id(job_id, 'job_id')}"
-        data = await self._send("GET", path, None, options, idempotent=True, operation="jobs.get")
-        return structure(data, VerificationJob)
+        return await self._send(
+            "GET", path, None, options, decode=_JOB, idempotent=True, operation="jobs.get"
+        )
 
     async def search(
         self,
@@ -310,10 +315,15 @@ class Jobs(Resource):
         }
         if organisation is not None:
             body["orgId"] = organisation
-        data = await self._send(
-            "POST", SEARCH_PATH, body, options, idempotent=True, operation="jobs.search"
+        return await self._send(
+            "POST",
+            SEARCH_PATH,
+            body,
+            options,
+            decode=_FOUND,
+            idempotent=True,
+            operation="jobs.search",
         )
-        return structure(data, JobSearchResults)
 
     def iter_search(
         self,

@@ -5,12 +5,13 @@ from __future__ import annotations
 import builtins
 from typing import Unpack
 
-from ..converter import structure
+from .._pipeline.answers import Decoder
 from ..models import Organisation
 from ..types import CallOptions
 from ._base import Resource
 
 PATH = "/api/orgs/me"
+_ORGS = Decoder(builtins.list[Organisation])
 
 
 class Orgs(Resource):
@@ -18,10 +19,16 @@ class Orgs(Resource):
 
     async def list(self, **options: Unpack[CallOptions]) -> builtins.list[Organisation]:
         """Every organisation the account can access."""
-        data = await self._send(
-            "GET", PATH, None, options, host="account", idempotent=True, operation="orgs.list"
+        return await self._send(
+            "GET",
+            PATH,
+            None,
+            options,
+            decode=_ORGS,
+            host="account",
+            idempotent=True,
+            operation="orgs.list",
         )
-        return structure(data, builtins.list[Organisation])
 
     async def children(self, parent_id: int | None = None) -> builtins.list[Organisation]:
         """Organisations whose parent is ``parent_id`` (None: the root organisations)."""

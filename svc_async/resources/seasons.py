@@ -5,12 +5,13 @@ from __future__ import annotations
 import builtins
 from typing import Unpack
 
-from ..converter import structure
+from .._pipeline.answers import Decoder
 from ..models import Season
 from ..types import CallOptions
 from ._base import Resource
 
 PATH = "/api/public/v1/season"
+_SEASONS = Decoder(builtins.list[Season])
 
 
 class Seasons(Resource):
@@ -18,7 +19,6 @@ class Seasons(Resource):
 
     async def list(self, **options: Unpack[CallOptions]) -> builtins.list[Season]:
         """Every season the account can access."""
-        data = await self._send(
-            "GET", PATH, None, options, idempotent=True, operation="seasons.list"
+        return await self._send(
+            "GET", PATH, None, options, decode=_SEASONS, idempotent=True, operation="seasons.list"
         )
-        return structure(data, builtins.list[Season])
