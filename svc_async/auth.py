@@ -67,32 +67,40 @@ async def _no_requests() -> AuthFlow:
     yield  # an async generator that yields nothing
 
 
-class BearerAuth:
+class _StaticAuth:
+    """What BearerAuth and HeaderAuth share: one fixed header, never renewed."""
+
+    _headers: dict[str, str]
+    _secret: str
+
+    def secrets(self) -> tuple[str, ...]:
+        """The credential, for redaction of anything a server echoes back."""
+        return (self._secret,)
+
+    def headers(self) -> Mapping[str, str]:
+        """The credential's header."""
+        return self._headers
+
+    def flow(self, rejected: Mapping[str, str] | None = None) -> AuthFlow:
+        """Nothing to log in to; a static credential cannot be renewed."""
+        return _no_requests()
+
+
+class BearerAuth(_StaticAuth):
     """A static bearer token: ``Authorization: Bearer <token>``."""
 
     def __init__(self, token: str) -> None:
         if not isinstance(token, str) or not token.strip():
             raise ValueError("token must be a non-empty string")
         _validate.header_value(token, "token")
+        self._secret = token
         self._headers = {"Authorization": f"Bearer {token}"}
 
     def __repr__(self) -> str:
         return "BearerAuth(token='[REDACTED]')"
 
-    def secrets(self) -> tuple[str, ...]:
-        """The token, for redaction of anything a server echoes back."""
-        return (self._headers["Authorization"][len("Bearer ") :],)
 
-    def headers(self) -> Mapping[str, str]:
-        """The Authorization header."""
-        return self._headers
-
-    def flow(self, rejected: Mapping[str, str] | None = None) -> AuthFlow:
-        """Nothing to log in to; a static token cannot be renewed."""
-        return _no_requests()
-
-
-class HeaderAuth:
+class HeaderAuth(_StaticAuth):
     """A static header of your choice, e.g. ``HeaderAuth("X-Api-Key", key)``."""
 
     def __init__(self, name: str, value: str) -> None:
@@ -101,22 +109,11 @@ class HeaderAuth:
         _validate.header_name(name, "HeaderAuth name")
         _validate.header_value(value, "HeaderAuth value")
         self._name = name
+        self._secret = value
         self._headers = {name: value}
 
     def __repr__(self) -> str:
         return f"HeaderAuth(name={self._name!r}, value='[REDACTED]')"
-
-    def secrets(self) -> tuple[str, ...]:
-        """The header's value, for redaction of anything a server echoes back."""
-        return (self._headers[self._name],)
-
-    def headers(self) -> Mapping[str, str]:
-        """The configured header."""
-        return self._headers
-
-    def flow(self, rejected: Mapping[str, str] | None = None) -> AuthFlow:
-        """Nothing to log in to; a static header cannot be renewed."""
-        return _no_requests()
 
 
 class ApiKeyAuth:
@@ -137,7 +134,7 @@ class ApiKeyAuth:
         self._secret = secret
         self._access: str | None = None
         self._refresh: str | None = None
-        self._lock: asyncio.Lock | None = None
+        self._lock = asyncio.Lock()  # binds to a loop on first use, not here
         self._header: tuple[str | None, dict[str, str]] | None = None
         self.logins = 0
         self.refreshes = 0
@@ -149,11 +146,6 @@ class ApiKeyAuth:
     def secrets(self) -> tuple[str, ...]:
         """Every secret this auth holds, for redaction of free text."""
         return tuple(s for s in (self._secret, self._access, self._refresh) if s)
-
-    def _get_lock(self) -> asyncio.Lock:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        return self._lock
 
     def headers(self) -> Mapping[str, str] | None:
         """The bearer header; None before the first login."""
@@ -167,7 +159,7 @@ class ApiKeyAuth:
         """Log in when there is no token; after a 401, refresh (or log in again) unless
         another caller already did since ``rejected``. One flow at a time: concurrent
         callers share one login or renewal."""
-        async with self._get_lock():
+        async with self._lock:
             if rejected is None:
                 if self._access is None:
                     self._store((yield self._login_request()))

@@ -183,17 +183,14 @@ def _is_model_list(tp: Any) -> bool:
     return typing.get_origin(tp) is list and len(args) == 1 and attrs.has(args[0])
 
 
-def _list_hook_factory(detailed: bool, conv: cattrs.Converter) -> Callable[[Any], Any]:
+def _list_hook_factory(conv: cattrs.Converter) -> Callable[[Any], Any]:
     def factory(tp: Any) -> Callable[[Any, Any], list[Any]]:
         item_type = typing.get_args(tp)[0]
         item = conv.get_structure_hook(item_type)
 
-        def fast(value: Any, _: Any) -> list[Any]:
-            if type(value) is not list:
-                raise LeafError(f"expected an array, got {describe(value)}")
-            return [item(x, item_type) for x in value]
-
-        def precise(value: Any, _: Any) -> list[Any]:
+        # One hook for both passes: the index of a failing item costs nothing until one
+        # fails (lists inside a model are inlined by the fast pass, not structured here).
+        def structure(value: Any, _: Any) -> list[Any]:
             if type(value) is not list:
                 raise LeafError(f"expected an array, got {describe(value)}")
             out = []
@@ -204,7 +201,7 @@ def _list_hook_factory(detailed: bool, conv: cattrs.Converter) -> Callable[[Any]
                     raise _Nested(f"[{index}]", exc) from None
             return out
 
-        return precise if detailed else fast
+        return structure
 
     return factory
 
@@ -249,7 +246,7 @@ def _configure(conv: cattrs.Converter, detailed: bool) -> None:
     for plain in (str, int, float, bool, dt.datetime, dt.date):  # cattrs' own come first
         conv.register_structure_hook(plain, leaf_hook(plain))
     conv.register_structure_hook_factory(_is_model_or_str, _model_or_str_factory(conv))
-    conv.register_structure_hook_factory(_is_model_list, _list_hook_factory(detailed, conv))
+    conv.register_structure_hook_factory(_is_model_list, _list_hook_factory(conv))
     conv.register_unstructure_hook(dt.datetime, format_timestamp)
     conv.register_unstructure_hook(dt.date, lambda d: d.isoformat())
     # Hooks for the models are generated on first use, not at import: most programs

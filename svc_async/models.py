@@ -158,25 +158,16 @@ CURRENT_JOB_STATUSES: tuple[JobStatus, ...] = (
 LEGACY_JOB_STATUSES: frozenset[JobStatus] = frozenset({JobStatus.COMPLETED, JobStatus.CONFIRMED})
 """Statuses of the vocabulary before 2025-02: parsed from answers, never sent."""
 
-FINISHED_JOB_STATUSES: frozenset[str] = frozenset(
-    {
-        JobStatus.PROCESSED,
-        JobStatus.SUBMITTED,
-        JobStatus.ERRORED,
-        JobStatus.COMPLETED,
-        JobStatus.CONFIRMED,
-    }
+FINISHED_JOB_STATUSES: frozenset[str] = (
+    frozenset({JobStatus.PROCESSED, JobStatus.SUBMITTED, JobStatus.ERRORED}) | LEGACY_JOB_STATUSES
 )
-"""Statuses at which a waiting caller is done (Submitted may still follow Processed)."""
+"""Statuses at which a waiting caller is done (Submitted may still follow Processed), the
+legacy ones included."""
 
 FINISHED_CURRENT_JOB_STATUSES: tuple[JobStatus, ...] = tuple(
     s for s in CURRENT_JOB_STATUSES if s in FINISHED_JOB_STATUSES
 )
 """The finished statuses a search may ask for (Processed, Submitted, Errored)."""
-
-
-_NO_EXTRA: Mapping[str, Any] = NO_EXTRA
-"""The one shared, read-only ``extra`` of every model that has no unknown keys."""
 
 
 def _extra() -> Any:
@@ -185,7 +176,7 @@ def _extra() -> Any:
     Read-only. It also remembers which optional keys the document left out, so that
     ``to_dict`` leaves them out too (it does not take part in equality).
     """
-    return attrs.field(default=_NO_EXTRA, repr=False)
+    return attrs.field(default=NO_EXTRA, repr=False)  # one shared, read-only empty one
 
 
 _OMIT_IF_NONE = {"omit_if_none": True}

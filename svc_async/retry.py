@@ -55,18 +55,23 @@ def _reference(now: float | None, date: str | None) -> float:
     return SYSTEM_CLOCK.wall() if now is None else now
 
 
-def _http_date(value: str) -> float | None:
-    """An HTTP date as epoch seconds (a date without a zone is UTC); None if not one."""
+def parse_http_date(value: str | None) -> dt.datetime | None:
+    """An HTTP date (``Date``, ``Retry-After``) as an aware datetime (a date without a
+    zone is UTC); None when absent or not a date."""
+    if not isinstance(value, str):
+        return None
     try:
         parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError, OverflowError):
+    except (TypeError, ValueError, IndexError, OverflowError):  # Overflow: a huge year or zone
         return None
-    if parsed is None:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
+
+
+def _http_date(value: str) -> float | None:
+    """An HTTP date as epoch seconds; None if not one (or beyond the epoch's range)."""
+    parsed = parse_http_date(value)
     try:
-        return parsed.timestamp()
+        return None if parsed is None else parsed.timestamp()
     except (OverflowError, ValueError, OSError):
         return None
 

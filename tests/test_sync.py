@@ -27,7 +27,8 @@ from svc_async import (
     SyncState,
     json_response,
 )
-from svc_async.resources.sync import DEFAULT_MARGIN, _parse_date, advance
+from svc_async.resources.sync import DEFAULT_MARGIN, advance
+from svc_async.retry import parse_http_date
 from svc_async.testing import FakeClock, FakeService
 
 API = "http://svc.test"
@@ -328,5 +329,5 @@ async def test_e2e_sync_with_a_frozen_clock_beyond_the_margin() -> None:
 
 
 def test_a_date_header_past_the_integers_is_no_date() -> None:
-    assert _parse_date("Mon, 01 Jan 99999999999999999999 00:00:00 GMT") is None
-    assert _parse_date("Mon, 01 Jan 2024 00:00:00 +99999999999999999999") is None
+    assert parse_http_date("Mon, 01 Jan 99999999999999999999 00:00:00 GMT") is None
+    assert parse_http_date("Mon, 01 Jan 2024 00:00:00 +99999999999999999999") is None

@@ -266,13 +266,12 @@ class Layout:
     cls: type
     keys: dict[str, str]
     """Attribute name -> JSON key, for the fields read from JSON."""
-    optional_keys: tuple[str, ...]
-    """JSON keys of the fields with a default (a document may leave them out)."""
     known: frozenset[str]
     keeps_extra: bool
     """The model has ``extra`` (and a record of absent keys): response models do."""
     defaults: dict[str, tuple[str, Any]]
-    """JSON key of each field with a default -> (attribute name, default value)."""
+    """JSON key of each field with a default (a key a document may leave out), in field
+    order -> (attribute name, default value)."""
 
     def extra(self, o: dict[str, Any], absent: frozenset[str]) -> Extra:
         """The keys of ``o`` this model does not know, with the ``absent`` record."""
@@ -282,7 +281,7 @@ class Layout:
 
     def absent(self, o: dict[str, Any]) -> frozenset[str]:
         """The optional keys ``o`` lacks."""
-        return frozenset(k for k in self.optional_keys if k not in o) or NO_KEYS
+        return frozenset(k for k in self.defaults if k not in o) or NO_KEYS
 
 
 EXTRA = "extra"
@@ -292,7 +291,6 @@ def layout(cls: type, json_key: Callable[[attrs.Attribute[Any]], str]) -> Layout
     """The JSON layout of the attrs class ``cls``."""
     fields = [f for f in attrs.fields(cls) if f.name != EXTRA]
     keys = {f.name: json_key(f) for f in fields}
-    optional = tuple(keys[f.name] for f in fields if f.default is not attrs.NOTHING)
     names = {f.name for f in attrs.fields(cls)}
     defaults = {
         keys[f.name]: (
@@ -302,7 +300,7 @@ def layout(cls: type, json_key: Callable[[attrs.Attribute[Any]], str]) -> Layout
         for f in fields
         if f.default is not attrs.NOTHING
     }
-    return Layout(cls, keys, optional, frozenset(keys.values()), EXTRA in names, defaults)
+    return Layout(cls, keys, frozenset(keys.values()), EXTRA in names, defaults)
 
 
 def _construct(cls: type, arguments: list[str], names: dict[str, Any]) -> list[str]:
@@ -377,7 +375,7 @@ def make_structure_fn(spec: Layout, hook: Callable[[Any], Any]) -> Callable[[Any
 
     def empty_for(mask: int) -> Extra:
         # Few combinations of absent keys occur: one shared, empty Extra for each (bounded).
-        keys = frozenset(k for i, k in enumerate(spec.optional_keys) if mask >> i & 1)
+        keys = frozenset(k for i, k in enumerate(spec.defaults) if mask >> i & 1)
         extra = Extra(NO_KEYS_MAP, keys)
         if len(by_mask) < 256:
             by_mask[mask] = extra

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
-import email.utils
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import aclosing
@@ -38,6 +37,7 @@ import orjson
 from ..converter import format_timestamp, parse_timestamp
 from ..errors import SvcError
 from ..models import Entry
+from ..retry import parse_http_date
 from . import bulk
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ async def sync_entries(
     # The first call alone: every other event is then answered after its Date.
     first, rest = ids[0], ids[1:]
     fetched, server_date = await _fetch_first(fetch_event, first, cursors.get(first))
-    server_time = _parse_date(server_date)
+    server_time = parse_http_date(server_date)
     watermark = None if server_time is None else server_time - margin
     if server_time is None:
         logger.warning("no Date header from the service; sync watermarks stay where they were")
@@ -258,17 +258,6 @@ def _key(entry: Entry) -> tuple[int, dt.datetime | None]:
 
 def _pair_order(pair: tuple[int, dt.datetime | None]) -> tuple[int, float]:
     return pair[0], -1.0 if pair[1] is None else pair[1].timestamp()
-
-
-def _parse_date(raw: str | None) -> dt.datetime | None:
-    """A ``Date`` header parsed; None when absent or bad."""
-    if not isinstance(raw, str):
-        return None
-    try:
-        parsed = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError, IndexError, OverflowError):  # Overflow: a huge year or zone
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
 
 
 def _cursor(value: Any) -> EventCursor:
