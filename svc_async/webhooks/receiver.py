@@ -347,9 +347,7 @@ class WebhookReceiver:
         length = headers.get("Content-Length", "")
         if length.isdigit() and int(length) > MAX_BODY:
             return TOO_LARGE
-        return await read_body(
-            body, MAX_BODY, read_timeout=self.read_timeout, body_timeout=self.body_timeout
-        )
+        return await read_body(body, read_timeout=self.read_timeout, body_timeout=self.body_timeout)
 
     def _refused(self, answer: Answer, reason: str) -> Answer:
         self.stats.rejected += 1
