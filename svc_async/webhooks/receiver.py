@@ -18,7 +18,6 @@ import contextlib
 import inspect
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from .._core import validate as _validate
@@ -452,13 +451,8 @@ class WebhookReceiver:
         return None if end is None else max(0.0, end - self.clock.now())
 
     async def __aenter__(self) -> Self:
-        self._backend.start()
+        self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
