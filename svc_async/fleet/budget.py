@@ -43,7 +43,7 @@ from ..errors import PacingExceedsDeadline
 from ..models import RateLimit
 from ..retry import parse_retry_after
 from .keys import Keys
-from .store import Store, script_command
+from .store import Store, cancel_and_wait, script_command
 
 if TYPE_CHECKING:  # only a client given metrics= imports OpenTelemetry
     from .._pipeline.metrics import Metrics
@@ -338,8 +338,7 @@ class FleetPacer:
         """Let the answers still being written reach the store, then close it."""
         await self.flush()
         if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            await asyncio.wait({self._heartbeat})
+            await cancel_and_wait(self._heartbeat, self.store.timeout)
         await self.store.aclose()
 
 

@@ -357,27 +357,24 @@ def _sentinel_master(target: Target, timeout: float) -> Any:
     sentinel: Any = sentinels(
         list(target.nodes), sentinel_kwargs=_connection(target, share, sentinel=True)
     )
-    client = sentinel.master_for(
+    return sentinel.master_for(
         target.master, redis_class=_sentinel_class(), db=target.db, **_connection(target, timeout)
     )
-    client.sentinel = sentinel
-    return client
 
 
 @functools.cache
 def _sentinel_class() -> Any:
-    """``redis.asyncio.Redis`` whose ``aclose`` also closes its Sentinel clients (made
-    on first use: this module imports redis only when a fleet URL is used)."""
+    """``redis.asyncio.Redis`` whose ``aclose`` also closes the Sentinel clients its pool
+    asks (made on first use: this module imports redis only when a fleet URL is used)."""
     import redis.asyncio as aioredis
 
     class SentinelMaster(aioredis.Redis):
-        sentinel: Any = None
-
         async def aclose(self, close_connection_pool: bool | None = None) -> None:
+            pool: Any = self.connection_pool  # master_for's: it keeps its Sentinel
             try:
                 await super().aclose(close_connection_pool)
             finally:
-                for client in self.sentinel.sentinels if self.sentinel else ():
+                for client in pool.sentinel_manager.sentinels:
                     await client.aclose()
 
     return SentinelMaster

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -260,10 +261,8 @@ async def fleet_status(
     entries pending is reported dead. Each Redis command may take ``timeout`` seconds.
     A Redis that cannot be reached, or refuses a command, raises ``FleetStoreError``.
     """
-    if isinstance(claim_after, bool) or not isinstance(claim_after, int | float):
-        raise TypeError("claim_after must be a number of seconds")
-    if not 0 < claim_after < float("inf"):
-        raise ValueError("claim_after must be a positive number of seconds")
+    validate.seconds(claim_after, "claim_after")  # a number (TypeError), finite
+    validate.positive_seconds(claim_after, "claim_after")
     validate.positive_seconds(timeout, "timeout")
     if namespace is not None and not _NAMESPACE.fullmatch(namespace):
         raise ValueError("namespace must be letters, digits, '_', '.' or '-'")
@@ -425,18 +424,15 @@ async def _memory(client: Any, names: Iterable[Any]) -> MemoryStatus:
         for name in names[start : start + _BATCH]:
             pipe.memory_usage(name)
         sizes.extend(await pipe.execute())
-    groups: dict[str, list[int]] = {}
+    keys: Counter[str] = Counter()
+    used: Counter[str] = Counter()
     for name, size in zip(names, sizes, strict=True):
         if size is None:
             continue  # gone since the scan
         match = _KEY.match(_text(name))
         sort = match.group(2) if match is not None else "other"
-        tally = groups.setdefault(sort, [0, 0])
-        tally[0] += 1
-        tally[1] += int(size)
-    ordered = sorted(groups.items(), key=lambda item: (-item[1][1], item[0]))
-    return MemoryStatus(
-        keys=sum(t[0] for _, t in ordered),
-        bytes=sum(t[1] for _, t in ordered),
-        groups=tuple(KeyGroup(name, t[0], t[1]) for name, t in ordered),
-    )
+        keys[sort] += 1
+        used[sort] += int(size)
+    groups = [KeyGroup(sort, keys[sort], used[sort]) for sort in keys]
+    groups.sort(key=lambda group: (-group.bytes, group.name))  # largest first
+    return MemoryStatus(keys=keys.total(), bytes=used.total(), groups=tuple(groups))

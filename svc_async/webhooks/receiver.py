@@ -18,7 +18,6 @@ import contextlib
 import inspect
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from .._core import validate as _validate
@@ -347,9 +346,7 @@ class WebhookReceiver:
         length = headers.get("Content-Length", "")
         if length.isdigit() and int(length) > MAX_BODY:
             return TOO_LARGE
-        return await read_body(
-            body, MAX_BODY, read_timeout=self.read_timeout, body_timeout=self.body_timeout
-        )
+        return await read_body(body, read_timeout=self.read_timeout, body_timeout=self.body_timeout)
 
     def _refused(self, answer: Answer, reason: str) -> Answer:
         self.stats.rejected += 1
@@ -454,13 +451,8 @@ class WebhookReceiver:
         return None if end is None else max(0.0, end - self.clock.now())
 
     async def __aenter__(self) -> Self:
-        self._backend.start()
+        self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()

@@ -329,11 +329,9 @@ class RedisBackend(MemoryBackend):
         self._take_streams()
         kind = kind_name(job.update)
         seal = self._by_kid.get(job.key.kid)
-        if kind == "output_file" or not job.key.scope or (kind == "entry" and seal is None):
-            self.run(job)
-            return
-        added = await self._add(job, kind, seal)
-        if added is None:
+        here = kind == "output_file" or not job.key.scope or (kind == "entry" and seal is None)
+        added = None if here else await self._add(job, kind, seal)
+        if added is None:  # run here, or the store is away
             self.run(job)
             return
         self._sent[job] = added
