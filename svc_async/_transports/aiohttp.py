@@ -24,6 +24,7 @@ from ..redact import redact_text
 from ..types import Timeout
 from .base import (
     DEFAULT_MAX_BODY,
+    CappedStream,
     Request,
     Response,
     StreamResponse,
@@ -42,22 +43,6 @@ from .cutoff import Cutoffs, raised_instead
 from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
 
 __all__ = ["AiohttpTransport"]
-
-
-class _AiohttpStream:
-    __slots__ = ("_limit", "_request", "_resp", "headers", "status")
-
-    def __init__(self, resp: Any, limit: int, request: Request) -> None:
-        self.status = resp.status
-        self.headers = resp.headers
-        self._resp = resp
-        self._limit = limit
-        self._request = request
-
-    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
-        chunks = self._resp.content.iter_chunked(chunk_size)
-        limit = self._limit if capped else None
-        return capped_chunks(self.headers, chunks, limit, self._request)
 
 
 class AiohttpTransport:
@@ -255,7 +240,8 @@ class AiohttpTransport:
             try:
                 if resp.status == 407 and self._proxies is not None:
                     self._refused_by_proxy(request, resp)
-                yield _AiohttpStream(resp, self.max_body_size, request)
+                read = resp.content.iter_chunked
+                yield CappedStream(resp.status, resp.headers, read, self.max_body_size, request)
             finally:
                 resp.release()
         except BaseException as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import errno
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
@@ -196,6 +196,32 @@ def capped_body(content: bytes, limit: int | None, request: Request) -> bytes:
     if limit is not None and len(content) > limit:
         raise _too_large(limit, request, len(content))
     return content
+
+
+class CappedStream:
+    """The ``StreamResponse`` of the SDK's transports: ``status``, ``headers``, and the
+    body as ``read(chunk_size)`` gives it, through ``capped_chunks`` at ``limit``."""
+
+    __slots__ = ("headers", "limit", "read", "request", "status")
+
+    def __init__(
+        self,
+        status: int,
+        headers: CIMultiDictProxy[str],
+        read: Callable[[int], AsyncIterator[bytes]],
+        limit: int,
+        request: Request,
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self.read = read
+        self.limit = limit
+        self.request = request
+
+    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
+        """The body in chunks of at most ``chunk_size`` bytes (see ``StreamResponse``)."""
+        limit = self.limit if capped else None
+        return capped_chunks(self.headers, self.read(chunk_size), limit, self.request)
 
 
 def _too_large(limit: int, request: Request, length: int | None = None) -> ResponseTooLargeError:

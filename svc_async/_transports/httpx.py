@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import socket
 import ssl
 import zlib
@@ -41,6 +42,7 @@ from ..redact import redact_text
 from ..types import Timeout
 from .base import (
     DEFAULT_MAX_BODY,
+    CappedStream,
     Request,
     Response,
     StreamResponse,
@@ -143,7 +145,8 @@ class HttpxTransport:
         The total limit runs until the block ends, reading the body included.
         """
         async with self._exchange(request, _LIBRARY_ERRORS) as (resp, headers):
-            yield _HttpxStream(resp, headers, self.max_body_size, request)
+            read = functools.partial(_sliced, resp, request)
+            yield CappedStream(resp.status_code, headers, read, self.max_body_size, request)
 
     @asynccontextmanager
     async def _exchange(
@@ -238,29 +241,9 @@ def _require_h2() -> None:
         ) from None
 
 
-class _HttpxStream:
-    __slots__ = ("_limit", "_request", "_resp", "headers", "status")
-
-    def __init__(
-        self, resp: httpx.Response, headers: CIMultiDictProxy[str], limit: int, request: Request
-    ) -> None:
-        self.status = resp.status_code
-        self.headers = headers
-        self._resp = resp
-        self._limit = limit
-        self._request = request
-
-    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
-        limit = self._limit if capped else None
-        chunks = capped_chunks(
-            self.headers, _decoded(self._resp, self._request), limit, self._request
-        )
-        return _sliced(chunks, chunk_size)
-
-
-async def _sliced(chunks: AsyncIterator[bytes], size: int) -> AsyncIterator[bytes]:
-    """``chunks`` cut to at most ``size`` bytes each."""
-    async for chunk in chunks:
+async def _sliced(resp: httpx.Response, request: Request, size: int) -> AsyncIterator[bytes]:
+    """The body, decoded (``_decoded``), cut to at most ``size`` bytes a chunk."""
+    async for chunk in _decoded(resp, request):
         for start in range(0, len(chunk), size):
             yield chunk[start : start + size]
 
