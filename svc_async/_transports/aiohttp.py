@@ -8,7 +8,6 @@ It routes proxies itself (``proxy.py``) and keeps the session's ``trust_env`` of
 from __future__ import annotations
 
 import asyncio
-import errno
 import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -31,12 +30,12 @@ from .base import (
     cannot_connect,
     capped_chunks,
     check_headers,
+    connect_reason,
     connect_timeout,
     connection_lost,
     declared_length,
     failed,
     header_refused,
-    os_reason,
     timed_out,
 )
 from .cutoff import Cutoffs, raised_instead
@@ -280,30 +279,16 @@ def _untimed(timeout: Timeout) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read)
 
 
-def _connect_reason(exc: aiohttp.ClientError) -> str:
+def _connect_reason(exc: aiohttp.ClientConnectorError) -> str:
     """Why a connection could not be opened, in a few plain words (no aiohttp repr)."""
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return "TLS certificate not trusted"
-    if isinstance(exc, aiohttp.ClientSSLError):
-        return "TLS handshake failed"
-    os_error = getattr(exc, "os_error", None)
+    os_error = exc.os_error
     if isinstance(exc, aiohttp.ClientConnectorDNSError) and not isinstance(
         os_error, socket.gaierror
     ):
-        detail = getattr(os_error, "strerror", None)
+        detail = os_error.strerror  # aiodns's failure, or "DNS lookup failed"
         return f"host not found ({detail})" if detail else "host not found"
-    if isinstance(os_error, OSError):
-        # Every address of the host refused (e.g. localhost's IPv6 and IPv4): asyncio
-        # raises one OSError "Multiple exceptions: [Errno 111] ..., [Errno 111] ...".
-        text = str(os_error)
-        if os_error.errno is None and 0 < text.count("[Errno ") == text.count(
-            f"[Errno {errno.ECONNREFUSED}]"
-        ):
-            return "connection refused"
-        reason = os_reason(os_error)
-        if reason is not None:
-            return reason
-    return redact_text(str(os_error or exc))
+    # ``exc`` is an OSError too: an ``ssl.SSLError`` for aiohttp's TLS failures.
+    return connect_reason([exc, os_error]) or redact_text(str(os_error or exc))
 
 
 def _wrap_error(exc: BaseException, request: Request, route: Route | None = None) -> TransportError:
