@@ -179,12 +179,16 @@ class AiohttpTransport:
 
         ``Request.timeout.total`` is enforced by one timer shared by every send in
         flight (``cutoff.Cutoffs``), not by a timer of aiohttp's per request.
+
+        Written out rather than through the context manager ``stream`` opens with, for
+        speed: ``send`` in an ``async with`` of its own counted 4 % more instructions
+        per call (``bench_instructions``, ``sdk``: 449,800 against 432,500).
         """
         timeout = request.timeout or _DEFAULT_TIMEOUT
         loop = asyncio.get_running_loop()
         cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
         try:
-            # Awaited directly rather than through ``async with``: one layer less per call.
+            # Awaited directly rather than through aiohttp's ``async with``: a layer less.
             resp = await self._open(request, self._send_timeout(timeout), loop)
             try:
                 if resp.status == 407 and self._proxies is not None:

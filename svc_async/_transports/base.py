@@ -152,7 +152,7 @@ class StreamingTransport(Transport, Protocol):
 # ------------------------------------------------------------------ the body cap
 
 
-def declared_length(headers: CIMultiDictProxy[str]) -> int | None:
+def declared_length(headers: Mapping[str, str]) -> int | None:
     """The body's size from Content-Length, when it is the size of what we read.
 
     With a Content-Encoding, the transport hands over the decoded body and
