@@ -31,7 +31,7 @@ import attrs
 import orjson
 
 from .._core.exact_json import has_long_number
-from .._transports.base import Response, StreamResponse
+from .._transports.base import Response, StreamResponse, declared_length
 from ..converter import structure, structuring_step
 from ..errors import ResponseDecodeError
 from ..redact import redact_text
@@ -452,13 +452,8 @@ class StreamDecode(Decoder[list[T]]):
         sharing = _ACTIVE.get(self._loop, 1) if self._loop is not None else 1
         if sharing > 1:
             self.threshold = max(MIN_THRESHOLD_BYTES, self.threshold // sharing)
-        length = headers.get("Content-Length")
-        if length is None or "Content-Encoding" in headers:
-            return True
-        try:
-            return int(length) >= self.threshold
-        except ValueError:
-            return True
+        length = declared_length(headers)
+        return length is None or length >= self.threshold
 
     async def read_stream(self, stream: StreamResponse) -> Any:
         """Decode ``stream``'s body: the one-shot data, or a ``Sliced`` for a big array."""

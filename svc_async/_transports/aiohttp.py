@@ -8,7 +8,6 @@ It routes proxies itself (``proxy.py``) and keeps the session's ``trust_env`` of
 from __future__ import annotations
 
 import asyncio
-import errno
 import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -24,40 +23,25 @@ from ..redact import redact_text
 from ..types import Timeout
 from .base import (
     DEFAULT_MAX_BODY,
+    CappedStream,
     Request,
     Response,
     StreamResponse,
     cannot_connect,
     capped_chunks,
     check_headers,
+    connect_reason,
     connect_timeout,
     connection_lost,
     declared_length,
     failed,
     header_refused,
-    os_reason,
     timed_out,
 )
 from .cutoff import Cutoffs, raised_instead
 from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
 
 __all__ = ["AiohttpTransport"]
-
-
-class _AiohttpStream:
-    __slots__ = ("_limit", "_request", "_resp", "headers", "status")
-
-    def __init__(self, resp: Any, limit: int, request: Request) -> None:
-        self.status = resp.status
-        self.headers = resp.headers
-        self._resp = resp
-        self._limit = limit
-        self._request = request
-
-    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
-        chunks = self._resp.content.iter_chunked(chunk_size)
-        limit = self._limit if capped else None
-        return capped_chunks(self.headers, chunks, limit, self._request)
 
 
 class AiohttpTransport:
@@ -195,12 +179,16 @@ class AiohttpTransport:
 
         ``Request.timeout.total`` is enforced by one timer shared by every send in
         flight (``cutoff.Cutoffs``), not by a timer of aiohttp's per request.
+
+        Written out rather than through the context manager ``stream`` opens with, for
+        speed: ``send`` in an ``async with`` of its own counted 4 % more instructions
+        per call (``bench_instructions``, ``sdk``: 449,800 against 432,500).
         """
         timeout = request.timeout or _DEFAULT_TIMEOUT
         loop = asyncio.get_running_loop()
         cut = None if timeout.total is None else self._cutoffs.arm(timeout.total, loop)
         try:
-            # Awaited directly rather than through ``async with``: one layer less per call.
+            # Awaited directly rather than through aiohttp's ``async with``: a layer less.
             resp = await self._open(request, self._send_timeout(timeout), loop)
             try:
                 if resp.status == 407 and self._proxies is not None:
@@ -255,7 +243,8 @@ class AiohttpTransport:
             try:
                 if resp.status == 407 and self._proxies is not None:
                     self._refused_by_proxy(request, resp)
-                yield _AiohttpStream(resp, self.max_body_size, request)
+                read = resp.content.iter_chunked
+                yield CappedStream(resp.status, resp.headers, read, self.max_body_size, request)
             finally:
                 resp.release()
         except BaseException as exc:
@@ -294,30 +283,16 @@ def _untimed(timeout: Timeout) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read)
 
 
-def _connect_reason(exc: aiohttp.ClientError) -> str:
+def _connect_reason(exc: aiohttp.ClientConnectorError) -> str:
     """Why a connection could not be opened, in a few plain words (no aiohttp repr)."""
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return "TLS certificate not trusted"
-    if isinstance(exc, aiohttp.ClientSSLError):
-        return "TLS handshake failed"
-    os_error = getattr(exc, "os_error", None)
+    os_error = exc.os_error
     if isinstance(exc, aiohttp.ClientConnectorDNSError) and not isinstance(
         os_error, socket.gaierror
     ):
-        detail = getattr(os_error, "strerror", None)
+        detail = os_error.strerror  # aiodns's failure, or "DNS lookup failed"
         return f"host not found ({detail})" if detail else "host not found"
-    if isinstance(os_error, OSError):
-        # Every address of the host refused (e.g. localhost's IPv6 and IPv4): asyncio
-        # raises one OSError "Multiple exceptions: [Errno 111] ..., [Errno 111] ...".
-        text = str(os_error)
-        if os_error.errno is None and 0 < text.count("[Errno ") == text.count(
-            f"[Errno {errno.ECONNREFUSED}]"
-        ):
-            return "connection refused"
-        reason = os_reason(os_error)
-        if reason is not None:
-            return reason
-    return redact_text(str(os_error or exc))
+    # ``exc`` is an OSError too: an ``ssl.SSLError`` for aiohttp's TLS failures.
+    return connect_reason([exc, os_error]) or redact_text(str(os_error or exc))
 
 
 def _wrap_error(exc: BaseException, request: Request, route: Route | None = None) -> TransportError:

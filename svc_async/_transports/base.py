@@ -6,14 +6,17 @@ retries or models. ``aiohttp.py`` holds the default, ``httpx.py`` the second rea
 lives here, so that each keeps the same promises in the same words: every body is read
 through ``capped_chunks`` (or held whole under ``capped_body``), headers are checked by
 ``check_headers`` before anything is sent, and failures are worded by the error makers
-below (``connect_timeout``, ``cannot_connect``, ``connection_lost`` and the rest).
+below (``connect_timeout``, ``cannot_connect``, ``connection_lost`` and the rest), a
+connect failure's reason by ``connect_reason``.
 """
 
 from __future__ import annotations
 
 import errno
+import re
 import socket
-from collections.abc import AsyncIterator, Mapping
+import ssl
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
@@ -149,7 +152,7 @@ class StreamingTransport(Transport, Protocol):
 # ------------------------------------------------------------------ the body cap
 
 
-def declared_length(headers: CIMultiDictProxy[str]) -> int | None:
+def declared_length(headers: Mapping[str, str]) -> int | None:
     """The body's size from Content-Length, when it is the size of what we read.
 
     With a Content-Encoding, the transport hands over the decoded body and
@@ -196,6 +199,32 @@ def capped_body(content: bytes, limit: int | None, request: Request) -> bytes:
     if limit is not None and len(content) > limit:
         raise _too_large(limit, request, len(content))
     return content
+
+
+class CappedStream:
+    """The ``StreamResponse`` of the SDK's transports: ``status``, ``headers``, and the
+    body as ``read(chunk_size)`` gives it, through ``capped_chunks`` at ``limit``."""
+
+    __slots__ = ("headers", "limit", "read", "request", "status")
+
+    def __init__(
+        self,
+        status: int,
+        headers: CIMultiDictProxy[str],
+        read: Callable[[int], AsyncIterator[bytes]],
+        limit: int,
+        request: Request,
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self.read = read
+        self.limit = limit
+        self.request = request
+
+    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
+        """The body in chunks of at most ``chunk_size`` bytes (see ``StreamResponse``)."""
+        limit = self.limit if capped else None
+        return capped_chunks(self.headers, self.read(chunk_size), limit, self.request)
 
 
 def _too_large(limit: int, request: Request, length: int | None = None) -> ResponseTooLargeError:
@@ -296,3 +325,49 @@ def os_reason(error: OSError) -> str | None:
     if error.strerror:
         return error.strerror[:1].lower() + error.strerror[1:]
     return None
+
+
+def connect_reason(errors: Sequence[OSError]) -> str | None:
+    """Why a connection could not be opened, from the ``OSError``s under a library's
+    failure (None: none says), the same words from both transports: a TLS failure
+    (``tls_failure``), the host not found, every address refused, else the first reason
+    ``os_reason`` finds."""
+    reason = tls_failure(errors)
+    if reason is not None:
+        return reason
+    for error in errors:
+        if isinstance(error, socket.gaierror):
+            return os_reason(error)
+    if _all_refused(errors):
+        return "connection refused"
+    for error in errors:
+        reason = os_reason(error)
+        if reason is not None:
+            return reason
+    return None
+
+
+def tls_failure(errors: Sequence[OSError]) -> str | None:
+    """Why the TLS handshake failed, if one of ``errors`` says it did."""
+    for error in errors:
+        if isinstance(error, ssl.SSLCertVerificationError):
+            return "TLS certificate not trusted"
+        if isinstance(error, ssl.SSLError):
+            return "TLS handshake failed"
+    return None
+
+
+_ERRNO = re.compile(r"\[Errno (-?\d+)\]")
+
+
+def _all_refused(errors: Sequence[OSError]) -> bool:
+    """Whether every address of the host refused: each errno is ECONNREFUSED, those an
+    error without one names included (asyncio joins the refusals of ::1 and 127.0.0.1 in
+    one OSError, "Multiple exceptions: [Errno 111] ..., [Errno 111] ...")."""
+    codes: list[int] = []
+    for error in errors:
+        if error.errno is not None:
+            codes.append(error.errno)
+        else:
+            codes += [int(code) for code in _ERRNO.findall(str(error))]
+    return bool(codes) and all(code == errno.ECONNREFUSED for code in codes)

@@ -22,8 +22,7 @@ cuts what is already inflated). ``_decoded`` inflates at most ``_PIECE`` bytes a
 from __future__ import annotations
 
 import asyncio
-import errno
-import socket
+import functools
 import ssl
 import zlib
 from collections.abc import AsyncIterator, Iterator
@@ -41,17 +40,19 @@ from ..redact import redact_text
 from ..types import Timeout
 from .base import (
     DEFAULT_MAX_BODY,
+    CappedStream,
     Request,
     Response,
     StreamResponse,
     cannot_connect,
     capped_chunks,
     check_headers,
+    connect_reason,
     connect_timeout,
     connection_lost,
     failed,
-    os_reason,
     timed_out,
+    tls_failure,
 )
 from .cutoff import Cutoffs, raised_instead
 from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
@@ -143,7 +144,8 @@ class HttpxTransport:
         The total limit runs until the block ends, reading the body included.
         """
         async with self._exchange(request, _LIBRARY_ERRORS) as (resp, headers):
-            yield _HttpxStream(resp, headers, self.max_body_size, request)
+            read = functools.partial(_sliced, resp, request)
+            yield CappedStream(resp.status_code, headers, read, self.max_body_size, request)
 
     @asynccontextmanager
     async def _exchange(
@@ -238,29 +240,9 @@ def _require_h2() -> None:
         ) from None
 
 
-class _HttpxStream:
-    __slots__ = ("_limit", "_request", "_resp", "headers", "status")
-
-    def __init__(
-        self, resp: httpx.Response, headers: CIMultiDictProxy[str], limit: int, request: Request
-    ) -> None:
-        self.status = resp.status_code
-        self.headers = headers
-        self._resp = resp
-        self._limit = limit
-        self._request = request
-
-    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
-        limit = self._limit if capped else None
-        chunks = capped_chunks(
-            self.headers, _decoded(self._resp, self._request), limit, self._request
-        )
-        return _sliced(chunks, chunk_size)
-
-
-async def _sliced(chunks: AsyncIterator[bytes], size: int) -> AsyncIterator[bytes]:
-    """``chunks`` cut to at most ``size`` bytes each."""
-    async for chunk in chunks:
+async def _sliced(resp: httpx.Response, request: Request, size: int) -> AsyncIterator[bytes]:
+    """The body, decoded (``_decoded``), cut to at most ``size`` bytes a chunk."""
+    async for chunk in _decoded(resp, request):
         for start in range(0, len(chunk), size):
             yield chunk[start : start + size]
 
@@ -345,9 +327,10 @@ def _wrap_error(exc: BaseException, request: Request, route: Route | None) -> Tr
     if isinstance(exc, httpx.TimeoutException):
         return timed_out(request)
     if isinstance(exc, httpx.ConnectError):
-        reason, tls = _connect_reason(exc)
-        if route is not None and not tls:
-            return proxy_unreachable(route, request, reason)
+        errors = [error for error in _causes(exc) if isinstance(error, OSError)]
+        reason = connect_reason(errors) or redact_text(str(exc)) or type(exc).__name__
+        if route is not None and tls_failure(errors) is None:
+            return proxy_unreachable(route, request, reason)  # not the origin's TLS
         return cannot_connect(request, reason)
     if isinstance(exc, httpx.TransportError | httpx.DecodingError | OSError):
         return connection_lost(request, exc)
@@ -375,43 +358,3 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         for linked in (current.__context__, current.__cause__):
             if linked is not None:
                 stack.append(linked)
-
-
-def _connect_reason(exc: BaseException) -> tuple[str, bool]:
-    """Why a connection could not be opened, in aiohttp's words; and whether TLS failed."""
-    errors = [e for e in _causes(exc) if isinstance(e, OSError)]
-    tls = _tls_reason(errors)
-    if tls is not None:
-        return tls, True
-    reason = _dns_reason(errors) or _errno_reason(errors)
-    return reason or redact_text(str(exc)) or type(exc).__name__, False
-
-
-def _tls_reason(errors: list[OSError]) -> str | None:
-    """Why the TLS handshake failed, if one of ``errors`` says it did."""
-    for error in errors:
-        if isinstance(error, ssl.SSLCertVerificationError):
-            return "TLS certificate not trusted"
-        if isinstance(error, ssl.SSLError):
-            return "TLS handshake failed"
-    return None
-
-
-def _dns_reason(errors: list[OSError]) -> str | None:
-    """Why the host was not found, if one of ``errors`` says so."""
-    for error in errors:
-        if isinstance(error, socket.gaierror):
-            return os_reason(error)
-    return None
-
-
-def _errno_reason(errors: list[OSError]) -> str | None:
-    """The reason the first of ``errors`` with an errno gives (refused when all say so)."""
-    numbered = [e for e in errors if e.errno is not None]
-    if numbered and all(e.errno == errno.ECONNREFUSED for e in numbered):
-        return "connection refused"
-    for error in numbered:
-        reason = os_reason(error)
-        if reason is not None:
-            return reason
-    return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -11,36 +12,17 @@ import attrs
 from ..errors import TransportError
 from .base import (
     DEFAULT_MAX_BODY,
+    CappedStream,
     Request,
     Response,
     StreamResponse,
     capped_body,
-    capped_chunks,
     check_headers,
 )
 
 __all__ = ["Handler", "MockTransport"]
 
 Handler = Callable[[Request], "Response | Awaitable[Response]"]
-
-
-class _MockStream:
-    __slots__ = ("content", "headers", "limit", "request", "status")
-
-    def __init__(self, response: Response, limit: int, request: Request) -> None:
-        self.status = response.status
-        self.headers = response.headers
-        self.content = response.content
-        self.limit = limit
-        self.request = request
-
-    def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
-        limit = self.limit if capped else None
-        return capped_chunks(self.headers, self._chunks(chunk_size), limit, self.request)
-
-    async def _chunks(self, chunk_size: int) -> AsyncIterator[bytes]:
-        for start in range(0, len(self.content), chunk_size):
-            yield self.content[start : start + chunk_size]
 
 
 class MockTransport:
@@ -83,8 +65,15 @@ class MockTransport:
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
         """Answer like ``send`` and yield the body in chunks."""
         response = await self._answer(request)
-        yield _MockStream(response, self.max_body_size, request)
+        read = functools.partial(_slices, response.content)
+        yield CappedStream(response.status, response.headers, read, self.max_body_size, request)
 
     async def aclose(self) -> None:
         """Mark the transport closed."""
         self.closed = True
+
+
+async def _slices(content: bytes, size: int) -> AsyncIterator[bytes]:
+    """``content`` in pieces of at most ``size`` bytes."""
+    for start in range(0, len(content), size):
+        yield content[start : start + size]

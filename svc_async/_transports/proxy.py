@@ -32,12 +32,12 @@ import functools
 import logging
 import urllib.request
 from http import HTTPStatus
-from typing import Any
 
 import yarl
 
 from ..errors import ProxyError
 from ..redact import redact_text, redact_url
+from .base import Request, where
 
 __all__ = ["Proxies", "Route", "bypassed", "proxy_refused", "proxy_unreachable"]
 
@@ -151,14 +151,10 @@ def bypassed(host: str, port: int | None, no_proxy: str) -> bool:
     return False
 
 
-def _target(request: Any) -> str:
-    return f"{request.method} {redact_url(request.url)}"
-
-
-def proxy_unreachable(route: Route, request: Any, reason: str) -> ProxyError:
+def proxy_unreachable(route: Route, request: Request, reason: str) -> ProxyError:
     """The error of a request whose proxy could not be reached (retried like a connect)."""
     return ProxyError(
-        f"cannot connect to proxy {route.shown}: {reason} ({_target(request)})",
+        f"cannot connect to proxy {route.shown}: {reason} ({where(request)})",
         request=request,
         proxy=route.shown,
     )
@@ -170,7 +166,9 @@ _HINTS = {
 }
 
 
-def proxy_refused(route: Route | None, request: Any, status: int, reason: str = "") -> ProxyError:
+def proxy_refused(
+    route: Route | None, request: Request, status: int, reason: str = ""
+) -> ProxyError:
     """The error of a request the proxy answered with ``status`` instead of passing it on.
 
     A 4xx is a refusal (never retried); a 5xx says the proxy could not reach the service.
@@ -183,7 +181,7 @@ def proxy_refused(route: Route | None, request: Any, status: int, reason: str = 
     shown = route.shown if route is not None else "the proxy"
     verb = "refused" if status < 500 else "could not pass on"
     return ProxyError(
-        f"proxy {shown} {verb} {_target(request)}: HTTP {status} {phrase}".rstrip()
+        f"proxy {shown} {verb} {where(request)}: HTTP {status} {phrase}".rstrip()
         + _HINTS.get(status, ""),
         request=request,
         proxy=shown,
