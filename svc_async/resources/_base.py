@@ -1,9 +1,10 @@
-"""What every sub-client shares: its client, the callable that sends a call, and the
-wrapper that hands a call's ``Reply`` back."""
+"""What every sub-client shares: its client, the callable that sends a call, the
+wrapper that hands a call's ``Reply`` back, and the calling of its callbacks."""
 
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import (
     TYPE_CHECKING,
@@ -105,6 +106,15 @@ def with_reply(
         )
 
     return call
+
+
+async def notify(callback: Callable[..., object] | None, *args: Any) -> None:
+    """Call ``callback(*args)`` (None: no one to tell), awaiting what it returns when that
+    is awaitable: a progress or status callback may be a plain or a coroutine function."""
+    if callback is not None:
+        result = callback(*args)
+        if inspect.isawaitable(result):
+            await result
 
 
 class Owner(Protocol):
