@@ -165,7 +165,7 @@ class Client:
         self.metrics = _metrics(metrics)
         """The OpenTelemetry instruments of ``metrics=`` (None when off)."""
         fleet_at = _FleetAt(fleet, account, clock, self.metrics)
-        pacer, fleet_pacer = _with_fleet(fleet_at, pacer, self._base, auth)
+        fleet_pacer = _fleet_pacer(fleet_at, pacer, self._base, auth)
         wake = webhooks if webhooks is not None else _fleet_wake(fleet_at)
         observers = _observers(tracing, event_hooks, self.metrics, clock)
         transport = _default_transport(transport, proxy, trust_env)
@@ -186,7 +186,7 @@ class Client:
             login_attempt_timeout=self._attempt_timeout,
             login_policy=self._retry,
             default_headers=headers,
-            pacer=pacer,
+            pacer=pacer if fleet_pacer is None else fleet_pacer,
             budget=retry_budget or RetryBudget(),
             rng=random.Random(),
             observers=observers,
@@ -194,7 +194,6 @@ class Client:
         )
         own_wake = wake if wake is not webhooks else None
         self._shared = _Shared(env=env, transport=transport, fleet=fleet_pacer, wake=own_wake)
-        self._headers = headers
         self._call_headers: dict[str, str] | None = None
         """A ``with_options(headers=...)`` view's headers over the client's."""
         self.webhooks = wake
@@ -592,19 +591,6 @@ class _FleetAt:
     metrics: Metrics | None
 
 
-def _with_fleet(
-    fleet: _FleetAt, pacer: Pacing | None, base: str, auth: Auth
-) -> tuple[Pacing | None, Pacing | None]:
-    """The pacer calls go through, and the fleet's the client closes (None: no fleet).
-
-    With a fleet, a local ``Pacer`` becomes the fallback of the account's shared budget.
-    """
-    if fleet.url is None or not isinstance(pacer, Pacer):
-        return pacer, None
-    shared = _fleet_pacer(fleet, pacer, base, auth)
-    return shared, shared
-
-
 def _fleet_wake(fleet: _FleetAt) -> WakeSource | None:
     """The wake-up source a client makes itself to wake ``jobs.wait`` on its account's
     deliveries, taken by any receiver of the fleet (None without a fleet or account)."""
@@ -713,13 +699,16 @@ def _origin_of(frame: Any) -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-def _fleet_pacer(fleet: _FleetAt, pacer: Pacer, base: str, auth: Auth) -> Pacing:
-    """The account's shared budget in the fleet, with ``pacer`` for outages."""
+def _fleet_pacer(fleet: _FleetAt, pacer: Pacing | None, base: str, auth: Auth) -> Pacing | None:
+    """The account's shared budget in the fleet, which calls go through and the client
+    closes: the local ``Pacer`` becomes its fallback for outages (None: no fleet, or
+    ``rate_limit=`` gave no ``Pacer``)."""
+    if fleet.url is None or not isinstance(pacer, Pacer):
+        return None
     from .fleet.budget import FleetPacer
     from .fleet.keys import account_namespace, credential_identity
     from .fleet.store import Store
 
-    assert fleet.url is not None
     if fleet.account is not None:
         namespace = account_namespace("account", fleet.account)
     else:
