@@ -8,7 +8,6 @@ the call's ``Decoder`` (the sub-client's) makes the answer its model.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import os
@@ -16,17 +15,18 @@ import random
 import sys
 import traceback
 import warnings
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack
+from typing import IO, TYPE_CHECKING, Any, Literal, Self, Unpack
 
+import attrs
 import orjson
 import yarl
 
 from ._core import validate as _validate
 from ._core.compat import caller_frame
 from ._pipeline.ratelimit import Pacer, Pacing
-from ._pipeline.run import Call, Env, Tracker, deadline_scope, run
+from ._pipeline.run import Call, Env, deadline_scope, run
 from ._transports.aiohttp import AiohttpTransport
 from ._transports.base import Timeout, Transport
 from ._version import __version__
@@ -55,7 +55,6 @@ if TYPE_CHECKING:  # downloads, webhooks and tracing load on first use
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 Host = Literal["api", "account"]
 
 _CLOSING = "svc_async client closed"
@@ -78,65 +77,20 @@ DEFAULT_ATTEMPT_TIMEOUT = Timeout(total=30.0, connect=10.0)
 """The default limit of each HTTP exchange within a call."""
 
 
+@attrs.frozen
 class _Shared:
-    """State shared by a client and its ``with_options`` views."""
+    """State shared by a client and its ``with_options`` views: the pipeline's ``Env``
+    (the auth, the clock, the tracker of running calls among it), and what the client
+    closes besides."""
 
-    __slots__ = (
-        "auth",
-        "budget",
-        "clock",
-        "env",
-        "fleet",
-        "owns_transport",
-        "pacer",
-        "rng",
-        "transport",
-        "urls",
-        "wake",
-    )
-
-    def __init__(
-        self,
-        *,
-        transport: Transport,
-        owns_transport: bool,
-        auth: Auth,
-        pacer: Pacing | None,
-        budget: RetryBudget,
-        rng: random.Random,
-        clock: Clock,
-    ) -> None:
-        self.fleet: Any = None
-        """The fleet's pacer when there is one (closed with the client)."""
-        self.wake: Any = None
-        """The fleet wake-up source the client made itself (closed with it)."""
-        self.clock = clock
-        self.transport = transport
-        self.owns_transport = owns_transport
-        self.auth = auth
-        self.pacer = pacer
-        self.budget = budget
-        self.rng = rng
-        self.urls: dict[tuple[str, str], yarl.URL] = {}
-        self.env: Env
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop | None:
-        """The event loop the client's calls run on (None until first used)."""
-        return self.env.tracker.loop
-
-    @loop.setter
-    def loop(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.env.tracker.loop = loop
-
-    @property
-    def tracker(self) -> Tracker:
-        """The running calls' tasks and the closed flag (the pipeline's own state)."""
-        return self.env.tracker
-
-    @property
-    def closed(self) -> bool:
-        return self.env.tracker.closed
+    env: Env
+    transport: Transport
+    """The transport as given (``Env`` holds it cut off at each exchange's limit)."""
+    fleet: Any
+    """The fleet's pacer when there is one (closed with the client)."""
+    wake: Any
+    """The fleet wake-up source the client made itself (closed with it)."""
+    urls: dict[tuple[str, str], yarl.URL] = attrs.field(factory=dict)
 
 
 class Client:
@@ -211,7 +165,7 @@ class Client:
         self.metrics = _metrics(metrics)
         """The OpenTelemetry instruments of ``metrics=`` (None when off)."""
         fleet_at = _FleetAt(fleet, account, clock, self.metrics)
-        pacer, fleet_pacer = _with_fleet(fleet_at, pacer, self._base, auth)
+        fleet_pacer = _fleet_pacer(fleet_at, pacer, self._base, auth)
         wake = webhooks if webhooks is not None else _fleet_wake(fleet_at)
         observers = _observers(tracing, event_hooks, self.metrics, clock)
         transport = _default_transport(transport, proxy, trust_env)
@@ -221,19 +175,8 @@ class Client:
         self._retry = retry or RetryPolicy()
         self._origin = _origin_of(caller_frame(1))
         headers = {**_default_headers(user_agent), **_own_headers(headers, auth, "headers")}
-        self._shared = shared = _Shared(
+        env = Env(
             transport=transport,
-            owns_transport=True,  # httpx's rule: a client closes the transport it was given
-            auth=auth,
-            pacer=pacer,
-            budget=retry_budget or RetryBudget(),
-            rng=random.Random(),
-            clock=clock,
-        )
-        shared.fleet = fleet_pacer
-        shared.wake = wake if wake is not webhooks else None
-        shared.env = Env(
-            transport=shared.transport,
             auth=auth,
             static_auth=static_headers(auth),
             account_url=self._account,
@@ -243,13 +186,14 @@ class Client:
             login_attempt_timeout=self._attempt_timeout,
             login_policy=self._retry,
             default_headers=headers,
-            pacer=pacer,
-            budget=shared.budget,
-            rng=shared.rng,
+            pacer=pacer if fleet_pacer is None else fleet_pacer,
+            budget=retry_budget or RetryBudget(),
+            rng=random.Random(),
             observers=observers,
             clock=clock,
         )
-        self._headers = headers
+        own_wake = wake if wake is not webhooks else None
+        self._shared = _Shared(env=env, transport=transport, fleet=fleet_pacer, wake=own_wake)
         self._call_headers: dict[str, str] | None = None
         """A ``with_options(headers=...)`` view's headers over the client's."""
         self.webhooks = wake
@@ -257,8 +201,9 @@ class Client:
         self._resources()
 
     def __repr__(self) -> str:
-        state = "closed" if self._shared.closed else "open"
-        return f"<Client {self._base} auth={self._shared.auth!r} {state}>"
+        env = self._shared.env
+        state = "closed" if env.tracker.closed else "open"
+        return f"<Client {self._base} auth={env.auth!r} {state}>"
 
     # lifecycle
 
@@ -276,7 +221,8 @@ class Client:
 
     def __del__(self, _warn: Any = warnings.warn) -> None:
         shared = getattr(self, "_shared", None)
-        if shared is None or shared.closed or shared.loop is None or not self._original():
+        tracker = None if shared is None else shared.env.tracker
+        if tracker is None or tracker.closed or tracker.loop is None or not self._original():
             return
         _warn(
             f"unclosed svc_async.Client {self._base} created at {self._origin}:"
@@ -302,21 +248,20 @@ class Client:
         never closed.
         """
         grace = _validate.seconds(grace, "grace")
-        tracker = self._shared.tracker
+        shared = self._shared
+        tracker, clock = shared.env.tracker, shared.env.clock
         if tracker.closed:
             return
         tracker.closed = True
-        shared = self._shared
         if grace:
-            await tracker.drain(shared.clock, grace)
+            await tracker.drain(clock, grace)
         current = asyncio.current_task()
         running = [t for t in tracker.active if t is not current and not t.done()]
         for task in running:
             task.cancel(_CLOSING)
         if running:
-            await wait_tasks(shared.clock, running, 5.0)  # their unwinding, briefly
-        if shared.owns_transport:
-            await shared.transport.aclose()
+            await wait_tasks(clock, running, 5.0)  # their unwinding, briefly
+        await shared.transport.aclose()  # httpx's rule: a client closes the transport it was given
         if shared.fleet is not None:
             await shared.fleet.aclose()
         if shared.wake is not None:
@@ -325,12 +270,12 @@ class Client:
     @property
     def clock(self) -> Clock:
         """The clock this client's deadlines, pacing, polls and backoff run on."""
-        return self._shared.clock
+        return self._shared.env.clock
 
     @property
     def closed(self) -> bool:
         """True after ``aclose()``."""
-        return self._shared.closed
+        return self._shared.env.tracker.closed
 
     @property
     def rate_limit(self) -> RateLimit | None:
@@ -376,7 +321,7 @@ class Client:
         view.__dict__.pop("with_raw_response", None)  # the view's own, over its sub-clients
         view.__dict__["_view"] = True
         if headers is not None:
-            own = _own_headers(headers, self._shared.auth, "headers")
+            own = _own_headers(headers, self._shared.env.auth, "headers")
             view._call_headers = {**(self._call_headers or {}), **own}
         if whole != "default":
             view._timeout = whole
@@ -402,23 +347,23 @@ class Client:
         The defaults are resolved here, once per client or view, not on every call.
         """
         self._defaults = (self._retry, self._timeout, self._attempt_timeout)
-        send = self._send
-        self.orgs = Orgs(self, send)
-        self.seasons = Seasons(self, send)
-        self.events = Events(self, send)
-        self.entries = Entries(self, send)
-        self.jobs = Jobs(self, send)
+        send, tracker = self._send, self._shared.env.tracker
+        self.orgs = Orgs(self, send, tracker)
+        self.seasons = Seasons(self, send, tracker)
+        self.events = Events(self, send, tracker)
+        self.entries = Entries(self, send, tracker)
+        self.jobs = Jobs(self, send, tracker)
 
     def _check_usable(self) -> None:
-        shared = self._shared
-        if shared.closed and not shared.tracker.admits(asyncio.current_task()):
+        tracker = self._shared.env.tracker
+        if tracker.closed and not tracker.admits(asyncio.current_task()):
             raise ClientClosedError("this Client is closed; create a new one")
         loop = asyncio.get_running_loop()
-        if shared.loop is None:
-            shared.loop = loop
-        elif shared.loop is not loop:
-            if shared.loop.is_closed():
-                shared.loop = loop
+        if tracker.loop is None:
+            tracker.loop = loop
+        elif tracker.loop is not loop:
+            if tracker.loop.is_closed():
+                tracker.loop = loop
             else:
                 raise WrongEventLoopError(
                     "this Client belongs to another event loop; create one client per loop"
@@ -457,17 +402,20 @@ class Client:
             timeout=limits,
         )
         what = f"download of {redact_url(str(url)) if isinstance(url, str | yarl.URL) else url}"
-        if seconds is None:
-            return await self._tracked(work, what)
-        try:
-            # Every hop, retry, backoff and login of the download ends by its deadline.
-            with deadline_scope(self._shared.clock.now() + seconds):
-                async with within(self._shared.clock, seconds) as timer:
-                    return await self._tracked(work, what)
-        except TimeoutError:
-            if not timer.expired():
-                raise
-            raise RequestTimeout(f"{what} did not finish within {seconds:g}s") from None
+        env = self._shared.env
+        # Tracked whole, as a wait is: aclose() ends it with ClientClosedError.
+        with env.tracker.operation(what):
+            if seconds is None:
+                return await work
+            try:
+                # Every hop, retry, backoff and login of the download ends by its deadline.
+                with deadline_scope(env.clock.now() + seconds):
+                    async with within(env.clock, seconds) as timer:
+                        return await work
+            except TimeoutError:
+                if not timer.expired():
+                    raise
+                raise RequestTimeout(f"{what} did not finish within {seconds:g}s") from None
 
     # the escape hatch
 
@@ -563,7 +511,7 @@ class Client:
         extra_headers = extra_query = None
         if options:
             extra_headers, extra_query = options.get("extra_headers"), options.get("extra_query")
-        own = _own_headers(extra_headers, self._shared.auth, "extra_headers")
+        own = _own_headers(extra_headers, self._shared.env.auth, "extra_headers")
         headers = {**(self._call_headers or {}), **own, **(fields.get("headers") or {})}
         if headers:
             fields["headers"] = headers
@@ -576,33 +524,6 @@ class Client:
                 raise TypeError("extra_query names must be strings, values strings or numbers")
             _validate.header_value(str(value), f"extra_query[{name!r}]")  # no control chars
         return url.update_query(extra_query)
-
-    def _operation(self, what: str, number: int = 0) -> contextlib.AbstractContextManager[int]:
-        """Work of several calls (a wait, a bulk fetch) tracked whole: the ``Owner`` side
-        of ``Resource._operation`` (see ``Tracker.operation``)."""
-        return self._shared.tracker.operation(what, number)
-
-    def _stepwise(self, what: str, steps: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
-        """Work yielded as it goes, tracked whole: see ``Tracker.stepwise``."""
-        return self._shared.tracker.stepwise(what, steps)
-
-    async def _tracked(self, work: Awaitable[T], what: str) -> T:
-        """Await ``work`` as a task of this client: ``aclose()`` ends it with ClientClosedError.
-
-        Counted like a pipeline call (calls nest: a login inside a download).
-        """
-        task = asyncio.current_task()
-        tracker = self._shared.tracker
-        tracker.enter(task)
-        try:
-            return await work
-        except asyncio.CancelledError:
-            error = tracker.closing(task, what)
-            if error is not None:
-                raise error from None
-            raise
-        finally:
-            tracker.leave(task)
 
     def _url(self, host: Host, path: str) -> yarl.URL:
         """The URL of ``path`` on ``host``, parsed once: paths repeat, parsing costs µs."""
@@ -659,32 +580,15 @@ def _local_pacer(rate_limit: bool | Pacing, clock: Clock) -> Pacing | None:
     raise TypeError("rate_limit must be a bool or a Pacer")
 
 
+@attrs.frozen
 class _FleetAt:
     """Where a client's fleet is and what its parts share: the URL (None: no fleet), the
     account named, the clock and the client's metrics."""
 
-    __slots__ = ("account", "clock", "metrics", "url")
-
-    def __init__(
-        self, url: str | None, account: str | None, clock: Clock, metrics: Metrics | None
-    ) -> None:
-        self.url = url
-        self.account = account
-        self.clock = clock
-        self.metrics = metrics
-
-
-def _with_fleet(
-    fleet: _FleetAt, pacer: Pacing | None, base: str, auth: Auth
-) -> tuple[Pacing | None, Pacing | None]:
-    """The pacer calls go through, and the fleet's the client closes (None: no fleet).
-
-    With a fleet, a local ``Pacer`` becomes the fallback of the account's shared budget.
-    """
-    if fleet.url is None or not isinstance(pacer, Pacer):
-        return pacer, None
-    shared = _fleet_pacer(fleet, pacer, base, auth)
-    return shared, shared
+    url: str | None
+    account: str | None
+    clock: Clock
+    metrics: Metrics | None
 
 
 def _fleet_wake(fleet: _FleetAt) -> WakeSource | None:
@@ -795,13 +699,16 @@ def _origin_of(frame: Any) -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-def _fleet_pacer(fleet: _FleetAt, pacer: Pacer, base: str, auth: Auth) -> Pacing:
-    """The account's shared budget in the fleet, with ``pacer`` for outages."""
+def _fleet_pacer(fleet: _FleetAt, pacer: Pacing | None, base: str, auth: Auth) -> Pacing | None:
+    """The account's shared budget in the fleet, which calls go through and the client
+    closes: the local ``Pacer`` becomes its fallback for outages (None: no fleet, or
+    ``rate_limit=`` gave no ``Pacer``)."""
+    if fleet.url is None or not isinstance(pacer, Pacer):
+        return None
     from .fleet.budget import FleetPacer
     from .fleet.keys import account_namespace, credential_identity
     from .fleet.store import Store
 
-    assert fleet.url is not None
     if fleet.account is not None:
         namespace = account_namespace("account", fleet.account)
     else:

@@ -238,10 +238,6 @@ COMPAT = "_core.compat"
 PRIVATE_ALLOWED = {
     ("auth", "auth._headers"),  # BearerAuth/HeaderAuth are defined in auth.py itself
     ("invites", "parts._replace"),  # namedtuple's public API
-    # a sub-client has its client track work of several calls (a wait, a bulk fetch):
-    # the ``Owner`` protocol's two private members, not a user's API
-    ("resources._base", "self._owner._operation"),
-    ("resources._base", "self._owner._stepwise"),
     # with_options: a Client setting up another Client
     ("client", "view._timeout"),
     ("client", "view._attempt_timeout"),

@@ -40,7 +40,7 @@ def test_env_vars_fill_base_url_and_token(monkeypatch: pytest.MonkeyPatch) -> No
     client = Client(transport=MockTransport(_ok))
     assert client.base_url == "https://verify.example"
     assert client.account_url == "https://account.example"
-    assert isinstance(client._shared.auth, BearerAuth)
+    assert isinstance(client._shared.env.auth, BearerAuth)
 
 
 def test_env_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,7 +48,7 @@ def test_env_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SVC_API_KEY_ID", "kid")
     monkeypatch.setenv("SVC_API_KEY_SECRET", "sec")
     client = Client("https://verify.example", transport=MockTransport(_ok))
-    assert isinstance(client._shared.auth, ApiKeyAuth)
+    assert isinstance(client._shared.env.auth, ApiKeyAuth)
 
 
 def test_missing_configuration_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

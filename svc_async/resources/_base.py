@@ -1,11 +1,11 @@
-"""What every sub-client shares: its client, the callable that sends a call, and the
-wrapper that hands a call's ``Reply`` back."""
+"""What every sub-client shares: its client, the callable that sends a call, the
+wrapper that hands a call's ``Reply`` back, and the calling of its callbacks."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import AbstractContextManager
+import inspect
+from collections.abc import Awaitable, Callable
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -23,6 +23,7 @@ from ..types import CallOptions
 
 if TYPE_CHECKING:
     from .._pipeline.answers import Decoder
+    from .._pipeline.run import Tracker
     from ..clock import Clock
 
 P = ParamSpec("P")
@@ -107,6 +108,15 @@ def with_reply(
     return call
 
 
+async def notify(callback: Callable[..., object] | None, *args: Any) -> None:
+    """Call ``callback(*args)`` (None: no one to tell), awaiting what it returns when that
+    is awaitable: a progress or status callback may be a plain or a coroutine function."""
+    if callback is not None:
+        result = callback(*args)
+        if inspect.isawaitable(result):
+            await result
+
+
 class Owner(Protocol):
     """What a sub-client reads of the client that made it (a ``Client``, known by this
     shape so that the client imports its sub-clients and never the other way round)."""
@@ -117,20 +127,20 @@ class Owner(Protocol):
     def webhooks(self) -> object: ...
     @property
     def creation_tags(self) -> bool: ...
-    def _operation(self, what: str, number: int = 0) -> AbstractContextManager[int]:
-        """``Tracker.operation`` of the client's calls: work of several calls, tracked
-        whole (a close's grace lets it finish)."""
-
-    def _stepwise(self, what: str, steps: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
-        """``Tracker.stepwise`` of the client's calls."""
 
 
 class Resource:
-    """Base of the sub-clients; sends through the ``send`` callable its client gives it."""
+    """Base of the sub-clients; sends through the ``send`` callable its client gives it.
 
-    def __init__(self, client: Owner, send: Send) -> None:
+    Work of several calls (a wait, a bulk fetch, a watch) is tracked whole by the
+    client's ``tracker`` (``Tracker.operation`` and ``Tracker.stepwise``): a close's
+    grace lets it finish, and a close ends it with ``ClientClosedError``.
+    """
+
+    def __init__(self, client: Owner, send: Send, tracker: Tracker) -> None:
         self._owner = client
         self._send = send
+        self._tracker = tracker
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {self._owner!r}>"
@@ -139,11 +149,3 @@ class Resource:
     def clock(self) -> Clock:
         """The client's clock (deadlines, polls and sleeps of this sub-client's waits)."""
         return self._owner.clock
-
-    def _operation(self, what: str) -> AbstractContextManager[int]:
-        """Work of several calls (a wait), tracked whole by the client."""
-        return self._owner._operation(what)
-
-    def _stepwise(self, what: str, steps: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
-        """``steps`` (a bulk fetch, a watch), tracked by the client as one operation."""
-        return self._owner._stepwise(what, steps)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import inspect
 from collections.abc import (
     AsyncGenerator,
     Awaitable,
@@ -33,6 +32,7 @@ from .._core import validate as v
 from ..errors import ClientClosedError, SvcError, WrongEventLoopError
 from ..models import Entry
 from ..types import Progress
+from ._base import notify
 from .pagination import cancel_all
 
 R = TypeVar("R")
@@ -164,10 +164,7 @@ async def batches(
             finished += 1
             if error is not None and (raise_on_error or not _per_source(error)):
                 raise error
-            if progress is not None:
-                called = progress(finished, total)
-                if inspect.isawaitable(called):
-                    await called
+            await notify(progress, finished, total)
             if isinstance(error, SvcError):
                 yield EntryBatch(source=source, source_id=key, error=error)
             else:

@@ -16,7 +16,6 @@ retried when nothing reached the server (a refused connection, a 429 or 503).
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import tempfile
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -39,6 +38,7 @@ from ..errors import (
 from ..redact import redact_url
 from ..retry import RetryPolicy
 from ..types import Progress as Progress  # the old home of the name still works
+from ._base import notify
 
 CHUNK_SIZE = 256 * 1024
 MAX_REDIRECTS = 5
@@ -256,22 +256,15 @@ def _content_length(headers: Mapping[str, str]) -> int | None:
     return value if value >= 0 else None
 
 
-async def _report(progress: Progress | None, done: int, total: int | None) -> None:
-    if progress is not None:
-        result = progress(done, total)
-        if inspect.isawaitable(result):
-            await result
-
-
 async def _copy(
     chunks: AsyncIterator[bytes], file: IO[bytes], total: int | None, progress: Progress | None
 ) -> int:
     written = 0
-    await _report(progress, 0, total)
+    await notify(progress, 0, total)
     async for chunk in chunks:
         file.write(chunk)
         written += len(chunk)
-        await _report(progress, written, total)
+        await notify(progress, written, total)
     if total is not None and written != total:
         raise TransportError(f"download ended after {written} of {total} bytes")
     return written

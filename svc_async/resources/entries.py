@@ -147,7 +147,7 @@ class Entries(Resource):
             raise_on_error=raise_on_error,
             progress=progress,
         )
-        return self._stepwise("entries.for_events", batches)
+        return self._tracker.stepwise("entries.for_events", batches)
 
     def for_seasons(
         self,
@@ -171,7 +171,7 @@ class Entries(Resource):
             raise_on_error=raise_on_error,
             progress=progress,
         )
-        return self._stepwise("entries.for_seasons", batches)
+        return self._tracker.stepwise("entries.for_seasons", batches)
 
     async def sync(
         self,
@@ -190,7 +190,7 @@ class Entries(Resource):
         """
         from .sync import DEFAULT_MARGIN, sync_entries
 
-        with self._operation("entries.sync"):
+        with self._tracker.operation("entries.sync"):
             return await sync_entries(
                 self._fetch_event,
                 event_ids,

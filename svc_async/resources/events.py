@@ -60,4 +60,4 @@ class Events(Resource):
         async def page(limit: int, offset: int) -> builtins.list[Event]:
             return await self.list(organisation_id=organisation_id, limit=limit, offset=offset)
 
-        return self._stepwise("events.iter", iter_offset(page, size))
+        return self._tracker.stepwise("events.iter", iter_offset(page, size))

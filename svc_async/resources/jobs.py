@@ -360,7 +360,7 @@ class Jobs(Resource):
             )
             return found.jobs, found.count
 
-        return self._stepwise("jobs.iter_search", iter_counted(page, size, workers))
+        return self._tracker.stepwise("jobs.iter_search", iter_counted(page, size, workers))
 
     # Waiting for verdicts: thin wrappers over svc_async.resources.polling.
 
@@ -383,7 +383,7 @@ class Jobs(Resource):
         """
         from . import polling
 
-        with self._operation(f"wait for job {job_id}"):
+        with self._tracker.operation(f"wait for job {job_id}"):
             return await polling.wait_for_job(
                 self, job_id, timeout=timeout, policy=policy, on_status=on_status
             )
@@ -403,7 +403,7 @@ class Jobs(Resource):
         from . import polling
 
         chosen, limit = polling.wait_settings(policy, timeout, on_status)  # before the create
-        with self._operation("jobs.create_and_wait"):
+        with self._tracker.operation("jobs.create_and_wait"):
             created = await self.create(request)
             return await polling.wait_for_job(
                 self, created.id, timeout=limit, policy=chosen, on_status=on_status, first=created
@@ -428,7 +428,7 @@ class Jobs(Resource):
         if tag is not None:
             v.string(tag, "tag", allow_empty=True)  # a search tag: any length
         waits = polling.wait_many(self, ids, tag, *polling.wait_settings(policy, timeout))
-        return self._stepwise("jobs.wait_many", waits)
+        return self._tracker.stepwise("jobs.wait_many", waits)
 
     def watch(
         self,
@@ -445,4 +445,4 @@ class Jobs(Resource):
 
         v.positive_id(job_id, "job_id")
         snapshots = polling.changes(self, job_id, *polling.wait_settings(policy, timeout))
-        return self._stepwise(f"watch of job {job_id}", snapshots)
+        return self._tracker.stepwise(f"watch of job {job_id}", snapshots)

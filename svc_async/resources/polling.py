@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import math
 import random
@@ -46,6 +45,7 @@ from ..models import (
 )
 from ..retry import jittered
 from ..webhooks.waiters import JobSubscription, WakeSource
+from ._base import notify
 
 if TYPE_CHECKING:  # only a client given metrics= imports OpenTelemetry
     from .._pipeline.metrics import Metrics
@@ -205,13 +205,22 @@ a rounding error past what the clock reads after sleeping exactly ``timeout``, a
 event loop runs a sleep that short at once (on virtual time, the time never moves on)."""
 
 
-class _Clock:
-    """The deadline of one wait, on the client's clock (the event loop's timeline)."""
+class _Wait:
+    """What one job's wait and a ``wait_many`` share: the policy, the deadline on the
+    client's clock (the event loop's timeline), the last read's failure and the pace of
+    the pauses (slower while a wake-up source is there)."""
 
-    def __init__(self, timeout: float | None, clock: Clock) -> None:
-        self.clock = clock
+    def __init__(
+        self, jobs: JobsClient, policy: PollPolicy, timeout: float | None, woken: bool
+    ) -> None:
+        self.jobs = jobs
+        self.policy = policy
+        self.clock = jobs.clock
         self.timeout = timeout
-        self.deadline = None if timeout is None else clock.now() + timeout
+        self.deadline = None if timeout is None else self.clock.now() + timeout
+        self.factor = policy.webhook_factor if woken else 1.0
+        self.rng = random.Random()
+        self.error: SvcError | None = None  # the last read's failure: a pause, a cause
 
     def left(self) -> float:
         return math.inf if self.deadline is None else self.deadline - self.clock.now()
@@ -219,40 +228,61 @@ class _Clock:
     def expired(self) -> bool:
         return self.left() < _RESOLUTION
 
+    async def read(self, call: Callable[[], Awaitable[T]], what: str) -> T | None:
+        """``call()`` (a poll, a page of a search) ended by the wait's deadline; None when
+        it failed transiently (the failure kept in ``error``, not raised) or was ended.
 
-async def _read(
-    clock: _Clock, call: Callable[[], Awaitable[T]], what: str
-) -> tuple[T | None, SvcError | None]:
-    """``call()`` (a poll, a page of a search) ended by the wait's deadline; transient
-    failures are returned, not raised.
+        Every call it makes inherits the deadline (the pipeline's ``deadline_scope``), and
+        the whole is cut there on the client's clock. A read ended by the deadline (cut,
+        or failed as the time ran out) is no failure: the wait ends with its
+        ``JobWaitTimeout``.
+        """
+        try:
+            with deadline_scope(self.deadline):
+                async with until(self.clock, self.deadline):
+                    return await call()
+        except TimeoutError:
+            if self.expired():
+                return None
+            raise
+        except LocalProtocolError:
+            raise  # refused before sending: the next read would be refused the same way
+        except _TRANSIENT as exc:
+            if self.expired():
+                return None
+            logger.warning("%s failed (%s); will try again", what, type(exc).__name__)
+            self.error = exc
+            return None
 
-    Every call it makes inherits the deadline (the pipeline's ``deadline_scope``), and the
-    whole is cut there on the client's clock. A read ended by the deadline (cut, or failed
-    as the time ran out) is neither: (None, None), and the wait ends with its
-    ``JobWaitTimeout``.
-    """
-    try:
-        with deadline_scope(clock.deadline):
-            async with until(clock.clock, clock.deadline):
-                return await call(), None
-    except TimeoutError:
-        if clock.expired():
-            return None, None
-        raise
-    except LocalProtocolError:
-        raise  # refused before sending: the next read would be refused the same way
-    except _TRANSIENT as exc:
-        if clock.expired():
-            return None, None
-        logger.warning("%s failed (%s); will try again", what, type(exc).__name__)
-        return None, exc
+    def get(self, job_id: int) -> Awaitable[VerificationJob | None]:
+        """One poll of ``job_id``, as ``read`` makes it."""
+        return self.read(lambda: self.jobs.get(job_id), f"polling job {job_id}")
 
+    def waiting(self) -> tuple[str, VerificationJob | None]:
+        """What is still waited for, in words, and a last snapshot of it (None: unread)."""
+        raise NotImplementedError
 
-def _get(
-    jobs: JobsClient, job_id: int, clock: _Clock
-) -> Awaitable[tuple[VerificationJob | None, SvcError | None]]:
-    """One poll of ``job_id``, as ``_read`` makes it."""
-    return _read(clock, lambda: jobs.get(job_id), f"polling job {job_id}")
+    def timed_out(self) -> JobWaitTimeout:
+        """The ``JobWaitTimeout`` that ends this wait at its deadline."""
+        what, job = self.waiting()
+        status = "never read" if job is None else f"last status {job.status}"
+        error = JobWaitTimeout(f"{what} not finished after {self.timeout:g}s ({status})", job=job)
+        error.__cause__ = self.error
+        return error
+
+    async def rest(self, attempt: int, event: asyncio.Event | None) -> bool:
+        """Pause after read number ``attempt``; True when ``event`` was set first (a
+        webhook delivery cuts the pause short). ``JobWaitTimeout`` when the wait's
+        deadline has passed."""
+        if self.expired():
+            raise self.timed_out()
+        interval = self.policy.interval(attempt, self.rng) * self.factor
+        pause = max(interval, _server_wait(self.error))
+        if await _sleep(min(pause, self.left()), event, self.clock):
+            return True
+        if self.expired():
+            raise self.timed_out()
+        return False
 
 
 def _server_wait(error: SvcError | None) -> float:
@@ -275,47 +305,6 @@ async def _sleep(seconds: float, event: asyncio.Event | None, clock: Clock) -> b
     return woke
 
 
-def _timed_out(
-    what: str, clock: _Clock, job: VerificationJob | None, cause: SvcError | None
-) -> JobWaitTimeout:
-    status = "never read" if job is None else f"last status {job.status}"
-    error = JobWaitTimeout(f"{what} not finished after {clock.timeout:g}s ({status})", job=job)
-    error.__cause__ = cause
-    return error
-
-
-class _Wait:
-    """What one job's wait and a ``wait_many`` share: the policy, the deadline, the last
-    read's failure and the pace of the pauses (slower while a wake-up source is there)."""
-
-    def __init__(self, jobs: JobsClient, policy: PollPolicy, clock: _Clock, woken: bool) -> None:
-        self.jobs = jobs
-        self.policy = policy
-        self.clock = clock
-        self.factor = policy.webhook_factor if woken else 1.0
-        self.rng = random.Random()
-        self.error: SvcError | None = None  # the last read's failure: a pause, a cause
-
-    def timed_out(self) -> JobWaitTimeout:
-        """The ``JobWaitTimeout`` that ends this wait at its deadline."""
-        raise NotImplementedError
-
-    async def rest(self, attempt: int, event: asyncio.Event | None) -> bool:
-        """Pause after read number ``attempt``; True when ``event`` was set first (a
-        webhook delivery cuts the pause short). ``JobWaitTimeout`` when the wait's
-        deadline has passed."""
-        clock = self.clock
-        if clock.expired():
-            raise self.timed_out()
-        interval = self.policy.interval(attempt, self.rng) * self.factor
-        pause = max(interval, _server_wait(self.error))
-        if await _sleep(min(pause, clock.left()), event, clock.clock):
-            return True
-        if clock.expired():
-            raise self.timed_out()
-        return False
-
-
 class _Poll(_Wait):
     """One job's wait: its last snapshot, its subscription, and the count of its polls."""
 
@@ -324,27 +313,27 @@ class _Poll(_Wait):
         jobs: JobsClient,
         job_id: int,
         policy: PollPolicy,
-        clock: _Clock,
+        timeout: float | None,
         sub: JobSubscription | None,
     ) -> None:
-        super().__init__(jobs, policy, clock, sub is not None)
+        super().__init__(jobs, policy, timeout, sub is not None)
         self.job_id = job_id
         self.sub = sub
         self.last: VerificationJob | None = None
         self.attempt = 0
 
-    async def get(self) -> VerificationJob | None:
+    async def poll(self) -> VerificationJob | None:
         """Poll once; None when the poll failed (or the deadline cut it)."""
-        job, self.error = await _get(self.jobs, self.job_id, self.clock)
-        return job
+        self.error = None
+        return await self.get(self.job_id)
 
     def shows(self, job: VerificationJob) -> bool:
         """Record ``job``; True for the first snapshot, a status change and the finish."""
         last, self.last = self.last, job
         return last is None or job.status != last.status or self.policy.is_finished(job)
 
-    def timed_out(self) -> JobWaitTimeout:
-        return _timed_out(f"job {self.job_id}", self.clock, self.last, self.error)
+    def waiting(self) -> tuple[str, VerificationJob | None]:
+        return f"job {self.job_id}", self.last
 
     async def pause(self) -> None:
         """Wait until the next poll (a webhook delivery may cut the pause short); raise
@@ -370,12 +359,12 @@ async def changes(
     then end (``jobs.watch``; arguments checked, ``timeout`` in seconds or None)."""
     receiver = _receiver(jobs)
     sub = receiver.subscribe(job_id) if receiver is not None else None
-    poll = _Poll(jobs, job_id, policy, _Clock(timeout, jobs.clock), sub)
+    poll = _Poll(jobs, job_id, policy, timeout, sub)
     job = first
     try:
         while True:
             if job is None:
-                job = await poll.get()
+                job = await poll.poll()
             if job is not None:
                 if poll.shows(job):
                     yield job
@@ -418,10 +407,7 @@ async def wait_for_job(
         async with contextlib.aclosing(changes(jobs, job_id, chosen, limit, first)) as snapshots:
             async for job in snapshots:
                 last = job
-                if on_status is not None:
-                    result = on_status(job)
-                    if inspect.isawaitable(result):
-                        await result
+                await notify(on_status, job)
         assert last is not None  # changes only ends after yielding the finished job
         outcome, detail = "finished", str(last.status)
         return last
@@ -456,10 +442,10 @@ class _Many(_Wait):
         ids: Sequence[int],
         tag: str | None,
         policy: PollPolicy,
-        clock: _Clock,
+        timeout: float | None,
         woken: bool,
     ) -> None:
-        super().__init__(jobs, policy, clock, woken)
+        super().__init__(jobs, policy, timeout, woken)
         self.pending: dict[int, VerificationJob | None] = dict.fromkeys(ids)
         self.tags: tuple[str, ...] = (tag,) if tag is not None else ()
         self.covered: set[int] = set(ids) if tag is not None else set()
@@ -520,16 +506,14 @@ class _Many(_Wait):
             self._note_all(await self.search(statuses) or [], finished)
         to_get = self.next_gets(tick)
         if to_get:
-            results = await asyncio.gather(*(_get(self.jobs, i, self.clock) for i in to_get))
-            for job, error in results:
-                self.error = error or self.error
-                self._note_all([] if job is None else [job], finished)
+            results = await asyncio.gather(*(self.get(i) for i in to_get))
+            self._note_all([job for job in results if job is not None], finished)
         return finished
 
     async def _discover(self, finished: list[VerificationJob]) -> None:
         """Read the first job for the tags the jobs share, then search by them once."""
         self.discover = False
-        job, self.error = await _get(self.jobs, next(iter(self.pending)), self.clock)
+        job = await self.get(next(iter(self.pending)))
         if job is None:
             return
         self.tags = _common_tags(job)
@@ -565,15 +549,12 @@ class _Many(_Wait):
 
     async def _page(self, statuses: Sequence[str], offset: int) -> JobSearchResults | None:
         """One page of the search, by the deadline; None when it failed (transiently)."""
-        page, error = await _read(
-            self.clock,
+        return await self.read(
             lambda: self.jobs.search(
                 tags=list(self.tags), statuses=list(statuses), limit=100, offset=offset
             ),
             "job search",
         )
-        self.error = error or self.error
-        return page
 
     def next_gets(self, tick: int) -> list[int]:
         """Jobs to read with ``get`` this tick: woken ones, uncovered ones, a safety check."""
@@ -609,12 +590,10 @@ class _Many(_Wait):
         for sub in subs:
             sub.update = None
 
-    def timed_out(self) -> JobWaitTimeout:
+    def waiting(self) -> tuple[str, VerificationJob | None]:
         waiting = list(self.pending)
         shown = ", ".join(map(str, waiting[:10])) + (", ..." if len(waiting) > 10 else "")
-        return _timed_out(
-            f"{len(waiting)} job(s) [{shown}]", self.clock, self.pending[waiting[0]], self.error
-        )
+        return f"{len(waiting)} job(s) [{shown}]", self.pending[waiting[0]]
 
 
 async def wait_many(
@@ -631,7 +610,7 @@ async def wait_many(
     last snapshot, or None) when it passes.
     """
     receiver = _receiver(jobs)
-    state = _Many(jobs, ids, tag, policy, _Clock(timeout, jobs.clock), receiver is not None)
+    state = _Many(jobs, ids, tag, policy, timeout, receiver is not None)
     wake = asyncio.Event()
     subs: list[JobSubscription] = []
     if receiver is not None:
