@@ -475,7 +475,9 @@ class Client:
         else:
             policy, seconds, per = self._defaults
         url = self._url(fields.pop("host", "api"), path)
-        if options or self._call_headers:
+        if self._call_headers or (
+            options and ("extra_headers" in options or "extra_query" in options)
+        ):
             url = self._with_extras(url, fields, options)
         call = Call(
             method=method,
