@@ -9,16 +9,19 @@ so the page cannot drift from the code.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sys
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 import svc_async
-from svc_async import Client
+from svc_async import Client, JobStatusUpdate, WebhookReceiver
+from svc_async.webhooks import DEFAULT_PATH
 
 PACKAGE = Path(svc_async.__file__).parent
 ARCHITECTURE = PACKAGE.parent / "ARCHITECTURE.md"
@@ -70,3 +73,67 @@ async def test_the_worked_example_gives_the_measured_path() -> None:
     assert path[0] == ("resources/jobs.py", "Jobs.get")
     assert ("_transports/aiohttp.py", "AiohttpTransport.send") in path
     assert ("converter.py", "structure") in path  # the model is made inside the call
+
+
+_STEP = re.compile(r"^(webhooks/\S+\.py)\s+(\S+)", re.M)
+
+
+async def _path_of_one_delivery() -> list[tuple[str, str]]:
+    """The SDK functions a status update entering a local receiver's aiohttp app runs
+    through, from the request to its callback's end, in first-entered order."""
+    receiver = WebhookReceiver("hook-s3cret-value")
+    ran = asyncio.Event()
+    entered: list[tuple[str, str]] = []
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        name = frame.f_code.co_filename
+        if event == "call" and name.startswith(str(PACKAGE)) and not ran.is_set():
+            entered.append((str(Path(name).relative_to(PACKAGE)), frame.f_code.co_qualname))
+
+    @receiver.on_status_update
+    async def callback(update: JobStatusUpdate) -> None:
+        ran.set()
+
+    runner = web.AppRunner(receiver.app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    url = f"http://127.0.0.1:{port}{DEFAULT_PATH}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            for job in (7, 8):  # the second one measured: the route and backend warm
+                ran.clear()
+                if job == 8:
+                    sys.setprofile(profile)
+                try:
+                    body = {"id": job, "status": "Completed"}
+                    async with session.post(url, params={"key": "hook-s3cret-value"}, json=body):
+                        pass
+                    await asyncio.wait_for(ran.wait(), 10)
+                finally:
+                    sys.setprofile(None)
+    finally:
+        await receiver.aclose()
+        await runner.cleanup()
+    return list(dict.fromkeys(entered))
+
+
+async def test_the_local_webhook_example_is_the_path_a_delivery_takes() -> None:
+    """Each step ARCHITECTURE.md lists for a local receiver is entered, in that order."""
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    section = page.split("## Worked example: a status update on a local receiver", 1)[1]
+    table = section.split("```", 2)[1]
+    steps = [(file, name.split("->")[0].strip()) for file, name in _STEP.findall(table)]
+    assert len(steps) >= 5, table
+    path = await _path_of_one_delivery()
+    qualified = [(file, name.rsplit(".", 1)[-1], name) for file, name in path]
+    at = -1
+    for file, name in steps:
+        found = [
+            i
+            for i, (f, short, full) in enumerate(qualified)
+            if f == file and name in (short, full) and i > at
+        ]
+        assert found, f"{file} {name} is not entered after step {at}: {path}"
+        at = found[0]
