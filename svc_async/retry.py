@@ -227,16 +227,10 @@ def parse_reset(
     """
     if value is None:
         return None
-    try:
-        seconds = float(value)  # surrounding whitespace is allowed
-    except ValueError:
-        return None
-    if 0.0 <= seconds <= MAX_SERVER_WAIT:
-        return seconds  # the usual case: a number of seconds, neither epoch nor absurd
-    if not seconds >= 0 or seconds == _INF:
-        return None  # NaN, negative or infinite
-    until = read_wait(value, now, date=date, dates=False)  # an epoch time, or absurd
-    return None if until is None or until > MAX_SERVER_WAIT else max(0.0, until)
+    until = read_wait(value, now, date=date, dates=False)
+    if until is None or until > MAX_SERVER_WAIT or float(value) < 0:
+        return None  # garbage, NaN, infinite, absurd, or a negative number of seconds
+    return max(0.0, until)  # an epoch time in the past is due now
 
 
 def server_wait(status: int, headers: Mapping[str, str], now: float | None = None) -> float | None:

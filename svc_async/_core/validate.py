@@ -19,25 +19,9 @@ TAG_MIN, TAG_MAX, MAX_SEARCH_TAGS = 2, 255, 100
 """Published bounds: a created job's tags are 2..255 characters each; a search takes at
 most 100 tags of any length."""
 
-LICENSE_SOURCES: tuple[str, ...] = (
-    "Service",
-    "Public Domain Music",
-    "Bespoke Music",
-    "Stock Arrangement",
-    "Other",
-    "Pending License",
-)
-"""The licence sources a create request may name (the service's published request rules)."""
-
 SOURCES_WITHOUT_FILES: frozenset[str] = frozenset({"Service", "Pending License"})
 """Sources for which no licence file URLs are supplied (the service finds Service
 licences from the email; a pending licence has no file yet)."""
-
-JOB_TYPES: tuple[str, ...] = ("VOD", "Routine")
-"""Values of a create request's ``type``."""
-
-OUTPUT_OPERATIONS: tuple[str, ...] = ("Mute",)
-OUTPUT_FILE_TYPES: tuple[str, ...] = ("Audio",)
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 """An HTTP token (RFC 9110 5.6.2): what a header name is made of."""
@@ -249,21 +233,22 @@ def optional_string(value: Any, name: str) -> str | None:
 
 
 def one_of(value: Any, allowed: Sequence[str], name: str) -> str:
-    """One of ``allowed``, given as the string or a StrEnum member of the same value."""
+    """One of ``allowed`` (strings, or a StrEnum's members: ``tuple(JobType)``), given as
+    the string or a StrEnum member of the same value."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if str(value) not in allowed:
-        listed = ", ".join(repr(a) for a in allowed)
+        listed = ", ".join(repr(str(a)) for a in allowed)
         raise ValueError(f"{name} must be one of {listed}; got {str(value)!r:.60}")
     return str(value)
 
 
-def license_details(value: Any, name: str) -> None:
-    """One ``licenseDetails`` item: a known source, a name, and file URLs where allowed."""
+def license_details(value: Any, name: str, sources: Sequence[str]) -> None:
+    """One ``licenseDetails`` item: one of ``sources``, a name, and file URLs where allowed."""
     for attribute in ("license_source", "license_source_name", "license_file_urls"):
         if not hasattr(value, attribute):
             raise TypeError(f"{name} must be a LicenseDetails, got {type(value).__name__}")
-    source = one_of(value.license_source, LICENSE_SOURCES, f"{name}.license_source")
+    source = one_of(value.license_source, sources, f"{name}.license_source")
     string(value.license_source_name, f"{name}.license_source_name", allow_empty=True)
     urls = string_list(value.license_file_urls, f"{name}.license_file_urls")
     if urls and source in SOURCES_WITHOUT_FILES:
@@ -275,14 +260,17 @@ def license_details(value: Any, name: str) -> None:
         http_url(url, f"{name}.license_file_urls[{i}]")
 
 
-def output_file(value: Any, name: str) -> None:
-    """An ``outputFile`` request: operation Mute, file type Audio or unset, a callback URL."""
+def output_file(
+    value: Any, name: str, operations: Sequence[str], file_types: Sequence[str]
+) -> None:
+    """An ``outputFile`` request: one of ``operations``, one of ``file_types`` or unset,
+    a callback URL or unset."""
     for attribute in ("operation", "file_type", "callback_url"):
         if not hasattr(value, attribute):
             raise TypeError(f"{name} must be an OutputFileRequest, got {type(value).__name__}")
-    one_of(value.operation, OUTPUT_OPERATIONS, f"{name}.operation")
+    one_of(value.operation, operations, f"{name}.operation")
     if value.file_type is not None:
-        one_of(value.file_type, OUTPUT_FILE_TYPES, f"{name}.file_type")
+        one_of(value.file_type, file_types, f"{name}.file_type")
     if value.callback_url is not None:
         http_url(value.callback_url, f"{name}.callback_url")
 

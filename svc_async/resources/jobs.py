@@ -24,6 +24,10 @@ from ..models import (
     LEGACY_JOB_STATUSES,
     JobRequest,
     JobSearchResults,
+    JobType,
+    LicenseSource,
+    OutputFileOperation,
+    OutputFileType,
     VerificationJob,
 )
 from ..types import CallOptions, check_options
@@ -91,11 +95,12 @@ def validate_request(request: JobRequest) -> JobRequest:
             f" got {type(details).__name__}"
         )
     for i, item in enumerate(details):
-        v.license_details(item, f"request.license_details[{i}]")
+        v.license_details(item, f"request.license_details[{i}]", tuple(LicenseSource))
     if request.type is not None:
-        v.one_of(request.type, v.JOB_TYPES, "request.type")
+        v.one_of(request.type, tuple(JobType), "request.type")
     if request.output_file is not None:
-        v.output_file(request.output_file, "request.output_file")
+        operations, file_types = tuple(OutputFileOperation), tuple(OutputFileType)
+        v.output_file(request.output_file, "request.output_file", operations, file_types)
     if territories != request.required_territories:
         return attrs.evolve(request, required_territories=territories)
     return request
