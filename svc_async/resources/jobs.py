@@ -62,6 +62,11 @@ def tag_for_key(idempotency_key: str) -> str:
     return f"{CREATION_TAG_PREFIX}key-{digest}"
 
 
+_SOURCES, _JOB_TYPES = tuple(LicenseSource), tuple(JobType)
+_OPERATIONS, _FILE_TYPES = tuple(OutputFileOperation), tuple(OutputFileType)
+"""What a create request may name, as the models' enums state it (checked before sending)."""
+
+
 def validate_request(request: JobRequest) -> JobRequest:
     """Check a JobRequest against the service's rules before it is sent.
 
@@ -95,12 +100,11 @@ def validate_request(request: JobRequest) -> JobRequest:
             f" got {type(details).__name__}"
         )
     for i, item in enumerate(details):
-        v.license_details(item, f"request.license_details[{i}]", tuple(LicenseSource))
+        v.license_details(item, f"request.license_details[{i}]", _SOURCES)
     if request.type is not None:
-        v.one_of(request.type, tuple(JobType), "request.type")
+        v.one_of(request.type, _JOB_TYPES, "request.type")
     if request.output_file is not None:
-        operations, file_types = tuple(OutputFileOperation), tuple(OutputFileType)
-        v.output_file(request.output_file, "request.output_file", operations, file_types)
+        v.output_file(request.output_file, "request.output_file", _OPERATIONS, _FILE_TYPES)
     if territories != request.required_territories:
         return attrs.evolve(request, required_territories=territories)
     return request
