@@ -1,11 +1,12 @@
-"""The pacer reads rate-limit headers as ``parse_rate_limit`` does, answer after answer."""
+"""The pacer reads rate-limit headers as ``parse_rate_limit`` does, parsing only what changed."""
 
 from __future__ import annotations
 
 import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from svc_async._pipeline.ratelimit import Pacer, parse_rate_limit
+from svc_async._pipeline import ratelimit
+from svc_async._pipeline.ratelimit import _RateHeaders, parse_rate_limit
 
 DATE = "Mon, 23 Nov 2026 12:00:00 GMT"
 DATE_EPOCH = 1_795_435_200.0  # DATE as an epoch time
@@ -52,35 +53,31 @@ ANSWERS = [
 
 
 @pytest.mark.parametrize("step", [0.0, 7.0])
-def test_each_answer_reads_as_parse_rate_limit_reads_it(
-    step: float, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """What the pacer learns from each answer is ``parse_rate_limit``'s reading of it: an
-    epoch reset against the wall time of that answer, junk and absent values as None."""
-    clock = _Wall(DATE_EPOCH)
-    pacer = Pacer(clock=clock)
-    learned: list[tuple[int | None, int, float | None]] = []
-    monkeypatch.setattr(pacer, "_learn", lambda *read: learned.append(read))
-    expected = []
+def test_each_answer_reads_as_parse_rate_limit_reads_it(step: float) -> None:
+    clock, reader = _Wall(DATE_EPOCH), _RateHeaders()
     for _ in range(2):
         for headers in ANSWERS:
-            clock.time += step
-            pacer.count_sent()
-            pacer.release(headers)
-            rate = parse_rate_limit(headers, clock.time)
-            if rate is not None and rate.remaining is not None:
-                expected.append((rate.limit, rate.remaining, rate.reset))
-    assert learned == expected
+            clock.time += step  # an epoch reset is read against the time of each answer
+            read = (reader.limit(headers), reader.reset(headers, clock))
+            expected = parse_rate_limit(headers, clock.time)
+            assert read == ((None, None) if expected is None else (expected.limit, expected.reset))
 
 
-def test_an_epoch_reset_is_read_again_on_every_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = _Wall(DATE_EPOCH)
-    pacer = Pacer(clock=clock)
-    resets: list[float | None] = []
-    monkeypatch.setattr(pacer, "_learn", lambda limit, remaining, reset: resets.append(reset))
+def test_an_unchanged_limit_or_reset_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    reader, clock = _RateHeaders(), _Wall(DATE_EPOCH)
+    parsed: list[str | None] = []
+    monkeypatch.setattr(ratelimit, "_int", lambda raw: parsed.append(raw) or int(raw or 0))
+    monkeypatch.setattr(
+        ratelimit, "parse_reset", lambda raw, now, date=None: parsed.append(raw) or float(raw)
+    )
+    for headers in ANSWERS[:4]:
+        reader.limit(headers), reader.reset(headers, clock)
+    assert parsed == ["100", "60", "59"]  # the limit once, each reset once
+
+
+def test_an_epoch_reset_is_read_again_on_every_answer() -> None:
+    reader, clock = _RateHeaders(), _Wall(DATE_EPOCH)
     epoch = _headers(x_ratelimit_remaining="5", x_ratelimit_reset=str(int(DATE_EPOCH) + 90))
-    for _ in range(2):
-        pacer.count_sent()
-        pacer.release(epoch)
-        clock.time += 30
-    assert resets == [90.0, 60.0]
+    first = reader.reset(epoch, clock)
+    clock.time += 30
+    assert (first, reader.reset(epoch, clock)) == (90.0, 60.0)
