@@ -31,7 +31,7 @@ from ._transports.aiohttp import AiohttpTransport
 from ._transports.base import Timeout, Transport
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
-from .clock import SYSTEM_CLOCK, Clock, wait_tasks, within
+from .clock import SYSTEM_CLOCK, Clock, until, wait_tasks
 from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
 from .fleet import fleet_url
 from .models import RateLimit
@@ -398,13 +398,12 @@ class Client:
         what = f"download of {redact_url(str(url)) if isinstance(url, str | yarl.URL) else url}"
         env = self._shared.env
         # Tracked whole, as a wait is: aclose() ends it with ClientClosedError.
+        deadline = None if seconds is None else env.clock.now() + seconds
         with env.tracker.operation(what):
-            if seconds is None:
-                return await work
             try:
                 # Every hop, retry, backoff and login of the download ends by its deadline.
-                with deadline_scope(env.clock.now() + seconds):
-                    async with within(env.clock, seconds) as timer:
+                with deadline_scope(deadline):
+                    async with until(env.clock, deadline) as timer:
                         return await work
             except TimeoutError:
                 if not timer.expired():
