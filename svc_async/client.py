@@ -31,7 +31,7 @@ from ._transports.aiohttp import AiohttpTransport
 from ._transports.base import Timeout, Transport
 from ._version import __version__
 from .auth import ApiKeyAuth, Auth, BearerAuth, static_headers
-from .clock import SYSTEM_CLOCK, Clock, wait_tasks, within
+from .clock import SYSTEM_CLOCK, Clock, until, wait_tasks
 from .errors import ClientClosedError, RequestTimeout, WrongEventLoopError
 from .fleet import fleet_url
 from .models import RateLimit
@@ -157,7 +157,9 @@ class Client:
     ) -> None:
         self._base, self._account = _hosts(base_url, account_url)
         auth = _resolve_auth(token, auth)
-        _check_parts(transport, retry)
+        given = {"timeout": timeout, "attempt_timeout": attempt_timeout, "retry": retry}
+        self._retry, self._timeout, self._attempt_timeout = _over(_BUILT_IN, "Client", given)
+        transport = _default_transport(transport, proxy, trust_env)
         clock = _resolve_clock(clock)
         pacer = _local_pacer(rate_limit, clock)
         fleet = fleet_url(fleet)
@@ -168,11 +170,6 @@ class Client:
         fleet_pacer = _fleet_pacer(fleet_at, pacer, self._base, auth)
         wake = webhooks if webhooks is not None else _fleet_wake(fleet_at)
         observers = _observers(tracing, event_hooks, self.metrics, clock)
-        transport = _default_transport(transport, proxy, trust_env)
-        whole, per = split(timeout, attempt_timeout)
-        self._timeout: float | None = DEFAULT_TIMEOUT if whole == "default" else whole
-        self._attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT if per == "default" else per
-        self._retry = retry or RetryPolicy()
         self._origin = _origin_of(caller_frame(1))
         headers = {**_default_headers(user_agent), **_own_headers(headers, auth, "headers")}
         env = Env(
@@ -315,7 +312,6 @@ class Client:
         ``"default"`` keeps this client's setting. ``headers`` are sent by every call of
         the view, over the client's (checked as ``Client(headers=...)`` are).
         """
-        whole, per = split(timeout, attempt_timeout)
         view = object.__new__(Client)
         view.__dict__.update(self.__dict__)
         view.__dict__.pop("with_raw_response", None)  # the view's own, over its sub-clients
@@ -323,12 +319,10 @@ class Client:
         if headers is not None:
             own = _own_headers(headers, self._shared.env.auth, "headers")
             view._call_headers = {**(self._call_headers or {}), **own}
-        if whole != "default":
-            view._timeout = whole
-        if per != "default":
-            view._attempt_timeout = per
-        if retry is not None:
-            view._retry = retry
+        given = {"timeout": timeout, "attempt_timeout": attempt_timeout, "retry": retry}
+        view._retry, view._timeout, view._attempt_timeout = _over(
+            self._defaults, "with_options", given
+        )
         view._resources()
         return view
 
@@ -404,13 +398,12 @@ class Client:
         what = f"download of {redact_url(str(url)) if isinstance(url, str | yarl.URL) else url}"
         env = self._shared.env
         # Tracked whole, as a wait is: aclose() ends it with ClientClosedError.
+        deadline = None if seconds is None else env.clock.now() + seconds
         with env.tracker.operation(what):
-            if seconds is None:
-                return await work
             try:
                 # Every hop, retry, backoff and login of the download ends by its deadline.
-                with deadline_scope(env.clock.now() + seconds):
-                    async with within(env.clock, seconds) as timer:
+                with deadline_scope(deadline):
+                    async with until(env.clock, deadline) as timer:
                         return await work
             except TimeoutError:
                 if not timer.expired():
@@ -471,7 +464,7 @@ class Client:
             self._check_usable()
         seconds: float | None
         if options:
-            policy, seconds, per = self._limits(fields.get("operation", ""), options)
+            policy, seconds, per = _over(self._defaults, fields.get("operation", ""), options)
         else:
             policy, seconds, per = self._defaults
         url = self._url(fields.pop("host", "api"), path)
@@ -489,21 +482,6 @@ class Client:
             **fields,
         )
         return run(shared.env, call)
-
-    def _limits(
-        self, operation: str, options: CallOptions
-    ) -> tuple[RetryPolicy, float | None, Timeout]:
-        """A call's retry policy, whole-call bound and attempt limit: its ``options``
-        (their names and values checked) over this client's."""
-        check_options(operation, options)
-        whole, per = split(
-            options.get("timeout", "default"), options.get("attempt_timeout", "default")
-        )
-        return (
-            options.get("retry") or self._retry,
-            self._timeout if whole == "default" else whole,
-            self._attempt_timeout if per == "default" else per,
-        )
 
     def _with_extras(
         self, url: yarl.URL, fields: dict[str, Any], options: CallOptions | None
@@ -552,12 +530,24 @@ def _resolve_auth(token: str | None, auth: Auth | None) -> Auth:
     return auth
 
 
-def _check_parts(transport: Transport | None, retry: RetryPolicy | None) -> None:
-    """``TypeError`` when ``transport=`` or ``retry=`` is not what it must be."""
-    if transport is not None and not isinstance(transport, Transport):
-        raise TypeError("transport must implement the Transport protocol (send, aclose)")
-    if retry is not None and not isinstance(retry, RetryPolicy):
-        raise TypeError("retry must be a RetryPolicy")
+Limits = tuple[RetryPolicy, float | None, Timeout]
+"""A call's retry policy, whole-call bound (seconds, None: none) and attempt limit."""
+
+_BUILT_IN: Limits = (RetryPolicy(), DEFAULT_TIMEOUT, DEFAULT_ATTEMPT_TIMEOUT)
+"""What a ``Client`` given no ``retry``, ``timeout`` or ``attempt_timeout`` uses."""
+
+
+def _over(defaults: Limits, operation: str, options: Mapping[str, Any]) -> Limits:
+    """The limits of ``options`` (a call's, a view's or the client's own, their names and
+    values checked) over ``defaults``: what is None or ``"default"`` keeps the default."""
+    check_options(operation, options)
+    whole, per = split(options.get("timeout", "default"), options.get("attempt_timeout", "default"))
+    policy, seconds, limit = defaults
+    return (
+        options.get("retry") or policy,
+        seconds if whole == "default" else whole,
+        limit if per == "default" else per,
+    )
 
 
 def _resolve_clock(clock: Clock | None) -> Clock:
@@ -639,6 +629,8 @@ def _default_transport(
     """The transport given, else aiohttp's with the proxy settings."""
     if not isinstance(trust_env, bool):
         raise TypeError("trust_env must be a bool")
+    if transport is not None and not isinstance(transport, Transport):
+        raise TypeError("transport must implement the Transport protocol (send, aclose)")
     if transport is None:
         return AiohttpTransport(proxy=proxy, trust_env=trust_env)
     if proxy is not None:

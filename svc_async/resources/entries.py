@@ -196,5 +196,5 @@ class Entries(Resource):
                 event_ids,
                 state,
                 concurrency=concurrency,
-                margin=margin or DEFAULT_MARGIN,
+                margin=DEFAULT_MARGIN if margin is None else margin,
             )

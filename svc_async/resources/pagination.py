@@ -84,30 +84,27 @@ async def iter_counted(
       two page reads leaves ``count`` unchanged and cannot be detected this way.
     """
     seen: set[int] = set()
-    items, count = await fetch(page_size, 0)
+    count, offset, last_full = 0, 0, True  # as the pages read so far tell
     shrunk = False  # a later page reported fewer matches than an earlier one
-    for item in _fresh(items, seen):
-        yield item
-    last_full = len(items) == page_size
-    offset = page_size
-    # The pages the first count announces, read concurrently and yielded in order.
-    end = _page_end(count, page_size)
-    announced = range(offset, end, page_size)
-    async with aclosing(_in_order(fetch, page_size, announced, concurrency)) as pages:
-        async for items, latest in pages:
-            shrunk, count = shrunk or latest < count, latest
+
+    async def listing() -> AsyncGenerator[CountedPage[T], None]:
+        """The first page alone, the pages its count announces (read concurrently,
+        yielded in order), then the tail: items added (or shifted) beyond those pages."""
+        yield await fetch(page_size, 0)
+        announced = range(page_size, _page_end(count, page_size), page_size)
+        async with aclosing(_in_order(fetch, page_size, announced, concurrency)) as read:
+            async for page in read:
+                yield page
+        while last_full and offset < count:
+            yield await fetch(page_size, offset)
+
+    async with aclosing(listing()) as read:
+        async for items, latest in read:
+            shrunk, count = shrunk or (offset > 0 and latest < count), latest
             for item in _fresh(items, seen):
                 yield item
             last_full = len(items) == page_size
             offset += page_size
-    # The tail: items were added (or shifted) beyond the first count's last page.
-    while last_full and offset < count:
-        items, latest = await fetch(page_size, offset)
-        shrunk, count = shrunk or latest < count, latest
-        for item in _fresh(items, seen):
-            yield item
-        last_full = len(items) == page_size
-        offset += page_size
     for _ in range(RESCANS):
         if not shrunk and len(seen) >= count:
             return

@@ -220,9 +220,22 @@ async def test_sync_checks_arguments_before_sending() -> None:
             await svc.entries.sync([1], margin=dt.timedelta(seconds=-1))
         with pytest.raises(TypeError):
             await svc.entries.sync([1], margin=60)  # type: ignore[arg-type]
+        with pytest.raises(TypeError):  # a falsy number is no timedelta either
+            await svc.entries.sync([1], margin=0)  # type: ignore[arg-type]
         empty = await svc.entries.sync([])
         assert empty.changes == {} and empty.state == SyncState()
     assert service.transport.requests == []
+
+
+async def test_sync_honours_a_margin_of_zero() -> None:
+    """``margin=timedelta(0)`` is a margin (the watermark is the server's Date itself),
+    not a missing one."""
+    service = SkewedService(0)
+    service.add(1, 11)
+    async with _client(service) as svc:
+        first = await svc.entries.sync([1], margin=dt.timedelta(0))
+    assert first.server_time is not None
+    assert first.state.events[1].since == first.server_time
 
 
 # ------------------------------------------------------------------ pure parts
