@@ -20,10 +20,9 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import RedisError
-
 from ..clock import Clock
 from ..errors import WebhookPayloadError
+from ..fleet.connect import store_errors
 from ..fleet.keys import Keys, scope_for
 from ..fleet.store import Store, cancel_and_wait
 from .payloads import parse_status_update
@@ -33,6 +32,8 @@ if TYPE_CHECKING:  # only a client given metrics= imports OpenTelemetry
     from .._pipeline.metrics import Metrics
 
 logger = logging.getLogger(__name__)
+
+_FAILURES = store_errors()
 
 
 class JobWake:
@@ -76,13 +77,13 @@ class JobWake:
                     message = await pubsub.get_message(timeout=self.store.timeout * 0.8)
                     if message is not None:
                         self._handle(message.get("data"))
-            except (RedisError, OSError, TimeoutError) as exc:
+            except _FAILURES as exc:
                 self.ready.clear()
                 self.store.failed(exc, epoch)  # the subscription dropped: an outage
                 await clock.sleep(self.store.retry_every)
             finally:
                 self.ready.clear()
-                with contextlib.suppress(RedisError, OSError, TimeoutError):
+                with contextlib.suppress(*_FAILURES):
                     await pubsub.aclose()
 
     def _handle(self, data: Any) -> None:
