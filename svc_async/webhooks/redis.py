@@ -27,11 +27,11 @@ the store away, deliveries are handled locally and deduplicated in this process 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import socket
 from collections.abc import Callable, Iterable, Mapping
+from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -218,11 +218,6 @@ class _Sent(_Held):
     job: DeliveryJob
     epoch: bytes
     added: float
-
-
-async def _renew(stream: str, consumer: str, ids: list[bytes], redis: Any) -> None:
-    """Reset the idle time of entries this replica holds: it is alive and on them."""
-    await redis.xclaim(stream, GROUP, consumer, 0, ids, justid=True)
 
 
 def _text(value: Any) -> str:
@@ -522,11 +517,13 @@ class RedisBackend(MemoryBackend):
                 await self._forget_dead()
 
     async def _renew(self) -> None:
+        """Reset the idle time of entries this replica holds: it is alive and on them."""
         by_stream: dict[str, list[bytes]] = {}
         for held in self._held.values():
             by_stream.setdefault(held.stream, []).append(held.entry_id)
         for stream, ids in by_stream.items():
-            await self.store.run(functools.partial(_renew, stream, self.consumer, ids))
+            renew = methodcaller("xclaim", stream, GROUP, self.consumer, 0, ids, justid=True)
+            await self.store.run(renew)
 
     async def _sweep_sent(self) -> None:
         by_scope: dict[str, list[_Sent]] = {}

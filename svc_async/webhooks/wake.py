@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock
@@ -55,7 +55,7 @@ class JobWake:
         """Tell every listening process (never raises; store away: nobody is told)."""
         message = f"{job_id} {status}"
         for channel in self.channels:
-            await self.store.run(functools.partial(_publish, channel=channel, message=message))
+            await self.store.run(methodcaller("publish", channel, message))
 
     def listen(self) -> None:
         """Start listening in this process (once; needs a running loop)."""
@@ -127,10 +127,6 @@ class FleetWake(Waiters):
         """Stop listening and close the store."""
         await self._wake.aclose()
         await self._wake.store.aclose()
-
-
-async def _publish(redis: Any, *, channel: str, message: str) -> None:
-    await redis.publish(channel, message)
 
 
 def _subscriber(pubsub: Any, channels: Sequence[str]) -> Callable[[Any], Awaitable[bool]]:
