@@ -33,7 +33,7 @@ import asyncio
 import functools
 import itertools
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -43,7 +43,7 @@ from ..errors import PacingExceedsDeadline
 from ..models import RateLimit
 from ..retry import parse_retry_after
 from .keys import Keys
-from .store import Store, cancel_and_wait, script_command
+from .store import Store, cancel_and_wait
 
 if TYPE_CHECKING:  # only a client given metrics= imports OpenTelemetry
     from .._pipeline.metrics import Metrics
@@ -210,9 +210,9 @@ class FleetPacer:
         self.local = local or Pacer()
         keys = Keys(namespace)
         self._keys = (keys.budget, keys.leases)
-        self._take = store.redis.register_script(_TAKE)
-        self._observe = store.redis.register_script(_OBSERVE)
-        self._renew = store.redis.register_script(_RENEW)
+        self._take = store.script(_TAKE)
+        self._observe = store.script(_OBSERVE)
+        self._renew = store.script(_RENEW)
         self._heartbeat: asyncio.Task[None] | None = None
         self._prefix = os.urandom(8).hex()
         self._ids = itertools.count()
@@ -242,7 +242,7 @@ class FleetPacer:
             grant_id = f"{self._prefix}:{next(self._ids)}"
             args = (grant_id, int(_LEASE * 1000), int(_PROBE * 1000), _TTL_MS)
             answer = await self.store.run(
-                self._script(self._take, args),
+                self._take(self._keys, args),
                 wait=None if left is None else left * _PATIENCE,
                 late=functools.partial(self._give_back, grant_id),
             )
@@ -263,17 +263,13 @@ class FleetPacer:
         await self.local.acquire(deadline)  # the store is away, or too slow for this call
         self._granted(_Grant("", None))
 
-    def _script(self, script: Any, args: tuple[Any, ...]) -> Callable[[Any], Awaitable[Any]]:
-        """A store command running ``script`` on the budget's keys (budget, leases)."""
-        return script_command(script, self._keys, args)
-
     async def _give_back(self, grant_id: str, answer: Any) -> None:
         """A grant that came after its caller stopped waiting: end its lease now."""
         if int(answer[0]):
             # ``observe`` with nothing learnt only removes the lease; the call it granted
             # stays counted as spent (the budget errs on the side of no 429).
             args = (grant_id, -1, -1, -1, -1, 0, -1, _MARGIN_MS, 0)
-            await self.store.run(self._script(self._observe, args))
+            await self.store.run(self._observe(self._keys, args))
 
     def _keep_alive(self) -> None:
         """Renew this process's leases while it holds any (one task, started on demand)."""
@@ -294,7 +290,7 @@ class FleetPacer:
             held = self._held()
             if held:
                 renew = (int(_LEASE * 1000), *held)
-                await self.store.run(self._script(self._renew, renew))
+                await self.store.run(self._renew(self._keys, renew))
 
     def _granted(self, grant: _Grant) -> None:
         """Hold ``grant`` for the current task's call, and count it."""
@@ -326,7 +322,7 @@ class FleetPacer:
         self._wakeup.notify()
 
     async def _write(self, args: tuple[Any, ...]) -> None:
-        await self.store.run(self._script(self._observe, args))
+        await self.store.run(self._observe(self._keys, args))
         self._wakeup.notify()
 
     async def flush(self) -> None:

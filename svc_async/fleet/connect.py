@@ -391,18 +391,13 @@ def _cluster(target: Target, timeout: float) -> Any:
 
 @functools.cache
 def _cluster_class() -> Any:
-    """``redis.asyncio.RedisCluster`` as the store needs it (made on first use).
-
-    * A cluster it cannot reach raises ``ConnectionError`` (a ``RedisError``, as any
-      other client's outage), not redis-py's ``RedisClusterException``.
-    * ``pubsub()`` (redis-py 8.0 and newer; older ones: ``ImportError``) works before any
-      other command: redis-py 8.1's picks the node of the channel's slot from a slot
-      table that the first command fills (else ``KeyError``), so it fills it first. A
-      message published on any node reaches every node.
+    """``redis.asyncio.RedisCluster`` whose ``pubsub()`` works before any other command
+    (made on first use): redis-py 8.1's picks the node of the channel's slot from a slot
+    table that the first command fills (else ``KeyError``), so it fills it first. A
+    message published on any node reaches every node. ``pubsub()`` needs redis-py 8.0
+    or newer (older ones: ``ImportError``).
     """
     import redis.asyncio.cluster as redis_cluster
-    from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import RedisClusterException
 
     if not hasattr(redis_cluster, "ClusterPubSub"):
         raise ImportError("a redis+cluster fleet URL needs redis-py 8.0 or newer")
@@ -410,19 +405,10 @@ def _cluster_class() -> Any:
 
     class FleetClusterPubSub(ClusterPubSub):
         async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-            try:
-                await self.cluster.initialize()
-                return await super().execute_command(*args, **kwargs)
-            except RedisClusterException as exc:
-                raise RedisConnectionError(f"Redis Cluster unavailable: {exc}") from exc
+            await self.cluster.initialize()
+            return await super().execute_command(*args, **kwargs)
 
     class FleetCluster(RedisCluster):
-        async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return await super().execute_command(*args, **kwargs)
-            except RedisClusterException as exc:
-                raise RedisConnectionError(f"Redis Cluster unavailable: {exc}") from exc
-
         def pubsub(self, *args: Any, **kwargs: Any) -> Any:
             return FleetClusterPubSub(self, *args, **kwargs)
 
@@ -430,10 +416,9 @@ def _cluster_class() -> Any:
 
 
 def store_errors() -> tuple[type[BaseException], ...]:
-    """What a store command may raise when Redis is away or failing: redis-py's errors
-    (a cluster client's outage included: ``redis_client`` turns redis-py's
-    ``RedisClusterException`` into a ``ConnectionError``; it is listed too for a pipeline,
-    which raises it as it is), OS errors and timeouts."""
+    """What a store command (or a subscription) may raise when Redis is away or failing:
+    redis-py's errors, its ``RedisClusterException`` (a cluster client's outage: it is
+    no ``RedisError``), OS errors and timeouts."""
     from redis.exceptions import RedisClusterException, RedisError
 
     return (RedisError, RedisClusterException, OSError, TimeoutError)

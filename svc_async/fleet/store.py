@@ -31,11 +31,13 @@ from .connect import check_url, describe, redis_client, store_errors
 if TYPE_CHECKING:  # only a client or receiver given metrics= imports OpenTelemetry
     from .._pipeline.metrics import Metrics
 
-__all__ = ["DEFAULT_TIMEOUT", "Store", "script_command"]
+__all__ = ["DEFAULT_TIMEOUT", "Store"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+Command = Callable[[Any], Awaitable[T]]
+"""What ``Store.run`` runs: a coroutine function of the store's redis-py client."""
 
 DEFAULT_TIMEOUT = 0.5
 """Seconds one store command may take before the fleet acts without it."""
@@ -105,6 +107,13 @@ class Store:
         state = "up" if self.up else "down"
         return f"<Store {describe(self.url)} {state}>"
 
+    def script(self, source: str) -> Callable[[Sequence[str], Sequence[Any]], Command[Any]]:
+        """Register the Lua ``source`` on the store's client; what comes back makes the
+        ``run`` command that runs it on some ``keys`` with some ``args`` (the budget's and
+        the webhooks' scripts)."""
+        registered = self.redis.register_script(source)
+        return lambda keys, args: lambda redis: registered(keys=keys, args=args, client=redis)
+
     @property
     def available(self) -> bool:
         """Whether a command is worth trying now (up, or down long enough to try again)."""
@@ -112,7 +121,7 @@ class Store:
 
     async def run(
         self,
-        command: Callable[[Any], Awaitable[T]],
+        command: Command[T],
         *,
         wait: float | None = None,
         block: float = 0.0,
@@ -142,7 +151,7 @@ class Store:
             task.add_done_callback(lambda t: self._hand_late(t, late))
         return None
 
-    async def _attempt(self, command: Callable[[Any], Awaitable[T]], bound: float) -> T | None:
+    async def _attempt(self, command: Command[T], bound: float) -> T | None:
         epoch = self.epoch
         try:
             async with asyncio.timeout(bound):
@@ -198,11 +207,3 @@ class Store:
             await asyncio.wait(set(self._late), timeout=self.timeout * 2)
         with contextlib.suppress(*_FAILURES):
             await self.redis.aclose()
-
-
-def script_command(
-    script: Any, keys: Sequence[str], args: Sequence[Any]
-) -> Callable[[Any], Awaitable[Any]]:
-    """A ``Store.run`` command that runs a registered Lua ``script`` on ``keys`` with
-    ``args``, on the client ``run`` hands it (the budget's and the webhooks' scripts)."""
-    return lambda redis: script(keys=keys, args=args, client=redis)

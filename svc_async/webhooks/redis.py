@@ -27,11 +27,11 @@ the store away, deliveries are handled locally and deduplicated in this process 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import socket
 from collections.abc import Callable, Iterable, Mapping
+from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -40,7 +40,7 @@ from ..clock import Clock
 from ..errors import WebhookPayloadError
 from ..fleet.keys import GROUP, KINDS, Keys, scope_for
 from ..fleet.seal import Seal
-from ..fleet.store import Store, cancel_and_wait, script_command
+from ..fleet.store import Store, cancel_and_wait
 from .core import DeliveryKey, Inbound, Secrets
 from .delivery import Callbacks, DeliveryJob, MemoryBackend, kind_name
 from .payloads import JobStatusUpdate, parse_delivery
@@ -220,11 +220,6 @@ class _Sent(_Held):
     added: float
 
 
-async def _renew(stream: str, consumer: str, ids: list[bytes], redis: Any) -> None:
-    """Reset the idle time of entries this replica holds: it is alive and on them."""
-    await redis.xclaim(stream, GROUP, consumer, 0, ids, justid=True)
-
-
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -281,14 +276,13 @@ class RedisBackend(MemoryBackend):
         self._keeper: asyncio.Task[None] | None = None
         self._closed = False
         self._listening = False
-        redis = self.store.redis
-        self._claim = redis.register_script(_CLAIM)
-        self._release = redis.register_script(_RELEASE)
-        self._enqueue = redis.register_script(_ENQUEUE)
-        self._prepare = redis.register_script(_PREPARE)
-        self._settle = redis.register_script(_SETTLE)
-        self._sweep = redis.register_script(_SWEEP)
-        self._tidy = redis.register_script(_TIDY)
+        self._claim = self.store.script(_CLAIM)
+        self._release = self.store.script(_RELEASE)
+        self._enqueue = self.store.script(_ENQUEUE)
+        self._prepare = self.store.script(_PREPARE)
+        self._settle = self.store.script(_SETTLE)
+        self._sweep = self.store.script(_SWEEP)
+        self._tidy = self.store.script(_TIDY)
 
     def key(self, inbound: Inbound, secret: int) -> DeliveryKey:
         """The key placed in the namespace of the delivery's secret (by its index in the
@@ -306,7 +300,7 @@ class RedisBackend(MemoryBackend):
             return True
         keys = _seen(key.scope)
         args = [key.slot, key.version, self.window_ms, self.ledger.size]
-        answer = await self._script(self._claim, keys, args)
+        answer = await self.store.run(self._claim(keys, args))
         return here if answer is None else bool(answer)
 
     def announce(self, update: JobStatusUpdate) -> None:
@@ -351,7 +345,7 @@ class RedisBackend(MemoryBackend):
         ]
         fields += ["kid", seal.kid if seal is not None else "", "body", sealed]
         args = [_ORDER_TTL_MS, GROUP, os.urandom(8).hex(), os.urandom(8).hex(), *fields]
-        answer = await self._script(self._enqueue, [stream, order, keys.epoch], args)
+        answer = await self.store.run(self._enqueue([stream, order, keys.epoch], args))
         if answer is None:
             return None
         entry_id, seq, epoch, gen = answer
@@ -402,8 +396,7 @@ class RedisBackend(MemoryBackend):
     def _take_over(self, streams: list[str]) -> Callable[[Any], Any]:
         idle = int(self.claim_after * 1000)
         args = [GROUP, self.consumer, idle, _BATCH, _ORDER_TTL_MS]
-        script = self._prepare
-        return lambda r: script(keys=streams, args=args, client=r)
+        return self._prepare(streams, args)
 
     def _read_new(self, streams: Mapping[str, str]) -> Callable[[Any], Any]:
         ask = dict.fromkeys(streams, ">")
@@ -487,7 +480,7 @@ class RedisBackend(MemoryBackend):
             await super().finish(job, done)
             if not done:  # forgotten fleet-wide too: a redelivery is handled again
                 keys, args = _seen(job.key.scope), [job.key.slot, job.key.version]
-                await self._script(self._release, keys, args)
+                await self.store.run(self._release(keys, args))
         finally:
             held = self._held.pop(job, None)
             if held is not None and (done or not self._closed):
@@ -495,11 +488,7 @@ class RedisBackend(MemoryBackend):
 
     async def _settled(self, held: _Held) -> None:
         args = [GROUP, held.entry_id, held.seq, held.gen]
-        await self._script(self._settle, [held.stream, held.order], args)
-
-    async def _script(self, script: Any, keys: list[str], args: list[Any]) -> Any:
-        """Run one of the scripts on the store (None: the store is away)."""
-        return await self.store.run(script_command(script, keys, args))
+        await self.store.run(self._settle([held.stream, held.order], args))
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -528,11 +517,13 @@ class RedisBackend(MemoryBackend):
                 await self._forget_dead()
 
     async def _renew(self) -> None:
+        """Reset the idle time of entries this replica holds: it is alive and on them."""
         by_stream: dict[str, list[bytes]] = {}
         for held in self._held.values():
             by_stream.setdefault(held.stream, []).append(held.entry_id)
         for stream, ids in by_stream.items():
-            await self.store.run(functools.partial(_renew, stream, self.consumer, ids))
+            renew = methodcaller("xclaim", stream, GROUP, self.consumer, 0, ids, justid=True)
+            await self.store.run(renew)
 
     async def _sweep_sent(self) -> None:
         by_scope: dict[str, list[_Sent]] = {}
@@ -544,7 +535,7 @@ class RedisBackend(MemoryBackend):
     async def _sweep_scope(self, scope: str, sent: list[_Sent]) -> None:
         keys = [Keys(scope).epoch, *(key for s in sent for key in (s.order, s.stream))]
         args = [arg for s in sent for arg in (s.seq, s.entry_id, s.epoch, s.gen)]
-        states = await self._script(self._sweep, keys, args)
+        states = await self.store.run(self._sweep(keys, args))
         if states is None:
             return
         for item, state in zip(sent, states, strict=True):
@@ -560,7 +551,7 @@ class RedisBackend(MemoryBackend):
         streams = [Keys(scope).stream(kind) for scope in self.scopes for kind in KINDS]
         args = [GROUP, _DEAD_CONSUMER_MS]
         for stream in streams:  # one at a time: each may live in another cluster slot
-            await self._script(self._tidy, [stream], args)
+            await self.store.run(self._tidy([stream], args))
 
     # ------------------------------------------------------------ ending
 

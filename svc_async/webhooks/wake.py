@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from operator import methodcaller
 from typing import TYPE_CHECKING, Any
-
-from redis.exceptions import RedisError
 
 from ..clock import Clock
 from ..errors import WebhookPayloadError
+from ..fleet.connect import store_errors
 from ..fleet.keys import Keys, scope_for
 from ..fleet.store import Store, cancel_and_wait
 from .payloads import parse_status_update
@@ -33,6 +32,8 @@ if TYPE_CHECKING:  # only a client given metrics= imports OpenTelemetry
     from .._pipeline.metrics import Metrics
 
 logger = logging.getLogger(__name__)
+
+_FAILURES = store_errors()
 
 
 class JobWake:
@@ -54,7 +55,7 @@ class JobWake:
         """Tell every listening process (never raises; store away: nobody is told)."""
         message = f"{job_id} {status}"
         for channel in self.channels:
-            await self.store.run(functools.partial(_publish, channel=channel, message=message))
+            await self.store.run(methodcaller("publish", channel, message))
 
     def listen(self) -> None:
         """Start listening in this process (once; needs a running loop)."""
@@ -76,13 +77,13 @@ class JobWake:
                     message = await pubsub.get_message(timeout=self.store.timeout * 0.8)
                     if message is not None:
                         self._handle(message.get("data"))
-            except (RedisError, OSError, TimeoutError) as exc:
+            except _FAILURES as exc:
                 self.ready.clear()
                 self.store.failed(exc, epoch)  # the subscription dropped: an outage
                 await clock.sleep(self.store.retry_every)
             finally:
                 self.ready.clear()
-                with contextlib.suppress(RedisError, OSError, TimeoutError):
+                with contextlib.suppress(*_FAILURES):
                     await pubsub.aclose()
 
     def _handle(self, data: Any) -> None:
@@ -126,10 +127,6 @@ class FleetWake(Waiters):
         """Stop listening and close the store."""
         await self._wake.aclose()
         await self._wake.store.aclose()
-
-
-async def _publish(redis: Any, *, channel: str, message: str) -> None:
-    await redis.publish(channel, message)
 
 
 def _subscriber(pubsub: Any, channels: Sequence[str]) -> Callable[[Any], Awaitable[bool]]:
