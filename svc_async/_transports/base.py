@@ -153,17 +153,23 @@ class StreamingTransport(Transport, Protocol):
 
 
 def declared_length(headers: Mapping[str, str]) -> int | None:
-    """The body's size from Content-Length, when it is the size of what we read.
+    """The body's size from Content-Length, when it is the size of what we read (None:
+    not said, or not a size).
 
-    With a Content-Encoding, the transport hands over the decoded body and
-    Content-Length is the encoded size: it says nothing about the bytes read. (The
-    HTTP parser has checked the value; aiohttp's names are ``istr``, looked up without
-    lowering a string.)
+    With a Content-Encoding other than ``identity``, the transport hands over the
+    decoded body and Content-Length is the encoded size: it says nothing about the bytes
+    read. A value that is no count (a transport of your own need not parse it, as
+    aiohttp's and httpx's do) says nothing either. (aiohttp's names are ``istr``,
+    looked up without lowering a string.)
     """
-    if hdrs.CONTENT_ENCODING in headers:
+    encoding = headers.get(hdrs.CONTENT_ENCODING)
+    if encoding is not None and encoding.strip().lower() != "identity":
         return None
-    length = headers.get(hdrs.CONTENT_LENGTH)
-    return None if length is None else int(length)
+    try:
+        length = int(headers[hdrs.CONTENT_LENGTH])
+    except (KeyError, ValueError):
+        return None
+    return length if length >= 0 else None
 
 
 async def capped_chunks(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,7 +28,13 @@ import yarl
 from .._core import validate as v
 from .._pipeline.answers import Decoder
 from .._pipeline.run import Call, Env, run
-from .._transports.base import Response, StreamingTransport, StreamResponse, Timeout
+from .._transports.base import (
+    Response,
+    StreamingTransport,
+    StreamResponse,
+    Timeout,
+    declared_length,
+)
 from ..errors import (
     PermissionDeniedError,
     RedirectError,
@@ -173,7 +179,7 @@ class _Sink:
             self.file.seek(self.start)
             self.file.truncate()
         self.started = True
-        total = _content_length(stream.headers)
+        total = declared_length(stream.headers)
         chunks = stream.iter_chunks(self.chunk_size, capped=False)  # to disk, not memory
         written = await _copy(chunks, self.file, total, self.progress)
         return DownloadResult(
@@ -239,21 +245,6 @@ def _redirect_target(status: int, headers: Any, url: yarl.URL, location: str) ->
         " downloads follow http(s) redirects only",
     )
     raise error
-
-
-def _content_length(headers: Mapping[str, str]) -> int | None:
-    """The body's size, when Content-Length gives the size of the bytes we are handed.
-
-    A content-encoded body (gzip, br, ...) is handed over decoded, as requests and
-    httpx do; its Content-Length is the encoded size, so the decoded size is unknown.
-    """
-    if headers.get("Content-Encoding", "identity").strip().lower() != "identity":
-        return None
-    try:
-        value = int(headers.get("Content-Length", ""))
-    except ValueError:
-        return None
-    return value if value >= 0 else None
 
 
 async def _copy(

@@ -277,3 +277,37 @@ async def test_download_redirect_to_a_garbage_location_is_an_svc_error(tmp_path:
     async with Client("http://api.example", token="t", transport=MockTransport(handler)) as svc:
         with pytest.raises(RedirectError):
             await svc.download("http://storage.example/x", tmp_path / "x")
+
+
+@pytest.mark.parametrize("length", ["abc", "-5", "", "1e3"])
+async def test_a_content_length_that_is_no_count_says_nothing(length: str, tmp_path: Path) -> None:
+    """A transport of one's own need not parse Content-Length as aiohttp's does: a value
+    that is no count neither fails the call (it used to raise a bare ``ValueError`` from
+    the body cap) nor sizes a download's progress."""
+    entries = b"[]"
+    headers = {"Content-Type": "application/json", "Content-Length": length}
+    transport = MockTransport(lambda request: Response(200, headers, entries))
+    seen: list[tuple[int, int | None]] = []
+    async with Client("https://api.example", token="t", transport=transport) as svc:
+        assert await svc.entries.for_event(1) == []
+        result = await svc.download(
+            "https://files.example/a", tmp_path / "a", progress=lambda n, t: seen.append((n, t))
+        )
+    assert result.bytes_written == 2
+    assert seen and all(total is None for _, total in seen)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "total"), [("identity", 2), (" Identity ", 2), ("gzip", None)]
+)
+async def test_a_download_is_sized_by_content_length_unless_it_is_encoded(
+    encoding: str, total: int | None, tmp_path: Path
+) -> None:
+    headers = {"Content-Length": "2", "Content-Encoding": encoding}
+    transport = MockTransport(lambda request: Response(200, headers, b"ab"))
+    seen: list[tuple[int, int | None]] = []
+    async with Client("https://api.example", token="t", transport=transport) as svc:
+        await svc.download(
+            "https://files.example/a", tmp_path / "a", progress=lambda n, t: seen.append((n, t))
+        )
+    assert seen[0] == (0, total) and seen[-1] == (2, total)
