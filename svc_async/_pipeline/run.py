@@ -323,8 +323,7 @@ class Tracker:
         finally:
             if number:
                 self._streams -= 1
-                if self._idle is not None:
-                    self._settle()
+                self._settle()
             await steps.aclose()
 
     async def drain(self, clock: Clock, grace: float) -> None:
