@@ -93,7 +93,6 @@ __all__ = [
     "Seen",
     "Tracker",
     "api_error",
-    "current_deadline",
     "deadline_scope",
     "decide",
     "decode_json",
@@ -191,11 +190,6 @@ _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "svc_async_deadline", default=None
 )
 """The deadline (clock time) of the call or wait this task is inside, if any."""
-
-
-def current_deadline() -> float | None:
-    """The deadline (clock time) every call made now must end by: its caller's, if any."""
-    return _DEADLINE.get()
 
 
 @contextlib.contextmanager
