@@ -199,7 +199,6 @@ def api_error(
     wall: float | None = None,
 ) -> APIError:
     """The APIError for a non-2xx answer, with every secret redacted from its body."""
-    secrets = tuple(secrets)
     body: Any
     try:
         body = orjson.loads(response.content) if response.content else None

@@ -160,16 +160,13 @@ class ArraySplitter:
             if len(buf) < self._wait and not final:
                 return
             self._wait = self._slice
-            if final and len(buf) <= 2 * self._slice:
+            scalar = buf[0] not in _OPEN  # nothing cheap finds its end: take it all at the end
+            if final and (scalar or len(buf) <= 2 * self._slice):
                 yield self._rest()  # the last elements and "]": no boundary to find
                 return
-            view = _mask_escapes(bytes(buf[: self._slice]))
-            if view[0] not in _OPEN:
-                if not final:  # a scalar element: nothing cheap finds its end; take it all
-                    return
-                yield self._rest()
+            if scalar:
                 return
-            found = self._find(view, final)
+            found = self._find(_mask_escapes(bytes(buf[: self._slice])), final)
             if found is None:
                 return
             yield self._emit(*found)

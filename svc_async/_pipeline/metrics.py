@@ -33,6 +33,7 @@ from opentelemetry.metrics import Observation
 from .._version import __version__
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import SvcError
+from .ratelimit import _int
 
 if TYPE_CHECKING:
     from .._transports.base import Request, Response
@@ -192,9 +193,9 @@ class _CallWatch:
         status = None
         if response is not None:
             status = response.status
-            remaining = response.headers.get("x-ratelimit-remaining")
-            if remaining is not None and remaining.strip().isdigit():
-                metrics.left[host or ""] = int(remaining)
+            left = _int(response.headers.get("x-ratelimit-remaining"))  # as the pacer reads it
+            if left is not None:
+                metrics.left[host or ""] = left
             if status == 429:
                 metrics.rate_limited.add(1, self.base)
         if self.sent is not None:

@@ -93,7 +93,6 @@ __all__ = [
     "Seen",
     "Tracker",
     "api_error",
-    "current_deadline",
     "deadline_scope",
     "decide",
     "decode_json",
@@ -191,11 +190,6 @@ _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "svc_async_deadline", default=None
 )
 """The deadline (clock time) of the call or wait this task is inside, if any."""
-
-
-def current_deadline() -> float | None:
-    """The deadline (clock time) every call made now must end by: its caller's, if any."""
-    return _DEADLINE.get()
 
 
 @contextlib.contextmanager
@@ -323,8 +317,7 @@ class Tracker:
         finally:
             if number:
                 self._streams -= 1
-                if self._idle is not None:
-                    self._settle()
+                self._settle()
             await steps.aclose()
 
     async def drain(self, clock: Clock, grace: float) -> None:
@@ -468,17 +461,6 @@ def observe(env: Env, response: Response | None, service: bool) -> None:
     env.seen.record(response.headers)
 
 
-def _bounded(timeout: Timeout, deadline: float | None, now: float) -> Timeout:
-    """Cap an attempt's total timeout so the call's deadline is never overshot."""
-    if deadline is None:
-        return timeout
-    # Rounded to the nanosecond: (start + 12) - start can come out a hair above 12.
-    left = round(max(0.001, deadline - now), 9)
-    if timeout.total is not None and timeout.total <= left:
-        return timeout
-    return attrs.evolve(timeout, total=left)
-
-
 async def _send_streamed(
     transport: StreamingTransport, request: Request, decoder: Decoder[Any]
 ) -> tuple[Response, Any]:
@@ -554,7 +536,10 @@ async def run(env: Env, call: Call, outer: float | Literal["context"] | None = "
     if outer == "context":
         outer = _DEADLINE.get()
     now = env.clock.now()
-    deadline = outer if call.timeout is None else _deadline(now, call.timeout, outer)
+    deadline = outer
+    if call.timeout is not None:  # the earlier of ``now + timeout`` and ``outer``
+        own = now + call.timeout
+        deadline = own if outer is None or own < outer else outer
     tracker = env.tracker
     task = asyncio.current_task(tracker.loop)
     tracker.enter(task)
@@ -585,14 +570,6 @@ def _ended(
     if attempts.watch is not None:
         attempts.watch.end(exc)
     return exc
-
-
-def _deadline(now: float, timeout: float | None, outer: float | None) -> float | None:
-    """The earlier of ``now + timeout`` and the ``outer`` deadline (None: no bound)."""
-    if timeout is None:
-        return outer
-    own = now + timeout
-    return own if outer is None or own < outer else outer
 
 
 async def _attempt_until_done(attempts: _Attempts) -> Any:
@@ -632,34 +609,43 @@ async def _attempt_until_done(attempts: _Attempts) -> Any:
         answered, data, failure = _outcome(call, response, data, failure)
         if answered is not None:
             return _returned(attempts, data, answered)
-        step = await _recover(attempts, response, failure)
-        if step is _RENEWED:
-            attempts.renewed = True
-            attempts.number -= 1  # a renewal is not a retry
-        elif step is not None:
-            return step  # an ambiguous outcome, for the caller to settle
+        ambiguous = await _recover(attempts, response, failure)
+        if ambiguous is not None:
+            return ambiguous  # for the caller to settle
         now = env.clock.now()
 
 
-_RENEWED = object()
-"""``_recover``'s word for: the credentials were renewed, send the attempt again."""
-
-
-async def _recover(attempts: _Attempts, response: Response | None, failure: SvcError | None) -> Any:
-    """After an attempt that brought no data: decide, then act on it. Returns
-    ``_RENEWED`` (send again), an ``Ambiguous`` to hand back, or None (retry after the
-    wait); raises when the decision is to."""
+async def _recover(
+    attempts: _Attempts, response: Response | None, failure: SvcError | None
+) -> Ambiguous | None:
+    """After an attempt that brought no data: decide, then act on it. Returns None once
+    the next attempt may go (the credentials renewed, or the wait before a retry slept
+    and logged), or an ``Ambiguous`` to hand back; raises when the decision is to."""
     decision, error = _after(attempts, response, failure)
     error.request_id = _answered_id(response, attempts.rid)
     if decision.action is Action.RENEW:
         if not await _renewed(attempts.env, attempts.auth, attempts.deadline):
             raise error
-        return _RENEWED
+        attempts.renewed = True
+        attempts.number -= 1  # a renewal is not a retry
+        return None
     if decision.action is Action.RAISE:
         raise error
     if decision.action is Action.RESOLVE:
         return Ambiguous(error, attempts.deadline)
-    await attempts.env.clock.sleep(_wait_before_retry(attempts, decision, response))
+    wait, call = decision.wait, attempts.call
+    logger.info(
+        "retrying %s %s (attempt %d) after %s; waiting %.2fs",
+        call.method,
+        call.url.path,
+        attempts.number + 1,
+        decision.reason,
+        wait,
+        extra=attempts.fields(response, wait=wait, reason=decision.reason),
+    )
+    if attempts.watch is not None:
+        attempts.watch.retrying(attempts.number + 1, wait, decision.reason)
+    await attempts.env.clock.sleep(wait)
     return None
 
 
@@ -813,7 +799,11 @@ def _prepare(attempts: _Attempts, now: float) -> Request:
     headers = SendableHeaders(merged) if sendable else CIMultiDictProxy(merged)
     timeout = call.attempt_timeout
     if deadline is not None and (timeout.total is None or timeout.total > deadline - now):
-        timeout = _bounded(timeout, deadline, now)
+        # Capped so the deadline is never overshot; rounded to the nanosecond, as
+        # (start + 12) - start can come out a hair above 12.
+        left = round(max(0.001, deadline - now), 9)
+        if timeout.total is None or timeout.total > left:
+            timeout = attrs.evolve(timeout, total=left)
     request = Request(call.method, call.url, headers, call.content, timeout)
     if attempts.watch is not None:
         attempts.watch.request(request)
@@ -931,20 +921,3 @@ async def _pace(attempts: _Attempts, pacer: Pacing) -> None:
             f" the next window opens in {exc.wait:.1f}s, beyond the call's deadline",
         )
         raise error from None
-
-
-def _wait_before_retry(attempts: _Attempts, decision: Decision, response: Response | None) -> float:
-    """How long to sleep before the next attempt (``decide`` drew it); logs the retry."""
-    wait, call = decision.wait, attempts.call
-    logger.info(
-        "retrying %s %s (attempt %d) after %s; waiting %.2fs",
-        call.method,
-        call.url.path,
-        attempts.number + 1,
-        decision.reason,
-        wait,
-        extra=attempts.fields(response, wait=wait, reason=decision.reason),
-    )
-    if attempts.watch is not None:
-        attempts.watch.retrying(attempts.number + 1, wait, decision.reason)
-    return wait

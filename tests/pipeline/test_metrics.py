@@ -158,6 +158,26 @@ def test_clients_and_receivers_of_one_provider_share_its_instruments(
     assert left == {"a.example": 7, "b.example": 9}  # the gauge reads every client's
 
 
+async def test_the_rate_limit_left_is_read_as_the_pacer_reads_it(
+    provider: MeterProvider, reader: InMemoryMetricReader
+) -> None:
+    """A value the pacer ignores (a superscript digit) is ignored here too, never raised
+    into the call; one it reads (a sign, spaces) is recorded."""
+    values = iter(["\xb2", " +5 "])
+
+    def handler(request: Request) -> Response:
+        return json_response([], headers={"x-ratelimit-remaining": next(values)})
+
+    async with Client(
+        "https://a.example", token="t", transport=MockTransport(handler), metrics=provider
+    ) as svc:
+        await svc.orgs.list()
+        assert "svc_async.client.rate_limit.remaining" not in _points(reader)
+        await svc.orgs.list()
+    (left,) = _points(reader)["svc_async.client.rate_limit.remaining"]
+    assert left.value == 5
+
+
 def test_metrics_takes_a_meter_provider_or_true() -> None:
     with pytest.raises(TypeError, match="MeterProvider"):
         Client("https://a.example", token="t", metrics="yes")
