@@ -367,9 +367,7 @@ def figures(per_call: dict[str, float]) -> list[dict[str, Any]]:
         summary += [
             h.figure(
                 f"{label}: (aiohttp+structure) / {short}, instructions per call",
-                ceiling / per_call[name],
-                target=">= 0.9",
-                met=ceiling / per_call[name] >= 0.9,
+                ceiling / per_call[name],  # informative: the floors are bench_paired's, in time
             ),
             h.figure(
                 f"{label}: {short} instructions over the ceiling",
