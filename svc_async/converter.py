@@ -101,17 +101,23 @@ def parse_timestamp(value: Any) -> dt.datetime:
 
 
 _TIMESTAMP = leaf_hook(dt.datetime)
+_INTEGER = leaf_hook(int)
 
 
 def format_timestamp(value: dt.datetime) -> str:
     """Format an aware datetime as the service does: UTC, milliseconds, ``Z``.
 
-    Sub-millisecond precision, when there is any, is kept (microseconds).
+    Sub-millisecond precision, when there is any, is kept (microseconds). A moment whose
+    UTC date would be before year 1 or after 9999 keeps its own offset (the same instant).
     """
     if value.tzinfo is None:
         raise ValueError("timestamps must be timezone-aware")
     spec = "milliseconds" if value.microsecond % 1000 == 0 else "microseconds"
-    return value.astimezone(dt.UTC).isoformat(timespec=spec).replace("+00:00", "Z")
+    try:
+        utc = value.astimezone(dt.UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:30+01:00: no datetime holds it in UTC
+        return value.isoformat(timespec=spec)
+    return utc.isoformat(timespec=spec).replace("+00:00", "Z")
 
 
 def _is_model_or_str(tp: Any) -> bool:
@@ -156,9 +162,10 @@ def _job_search_results(conv: cattrs.Converter) -> Callable[[Any, Any], m.JobSea
             jobs = conv.structure(value[key], jobs_type)
         except Exception as exc:
             raise _Nested(f".{key}", exc) from None
-        count = value["count"] if "count" in value else len(jobs)
-        if type(count) is not int:
-            raise LeafError(f"expected an integer, got {describe(count)}", ".count")
+        try:
+            count = _INTEGER(value["count"], int) if "count" in value else len(jobs)
+        except LeafError as exc:
+            raise _Nested(".count", exc) from None
         rest = {k: x for k, x in value.items() if k != key and k != "count"}
         absent = NO_KEYS if "count" in value else frozenset({"count"})
         extra = Extra(rest, absent) if rest or absent else NO_EXTRA

@@ -6,9 +6,11 @@ import datetime as dt
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from svc_async import Client, MockTransport, Request, Response, json_response
 from svc_async import models as m
 from svc_async.converter import format_timestamp, parse_timestamp, structure, unstructure
 
@@ -160,3 +162,45 @@ def test_timestamps_any_offset_in_utc_milliseconds_out(moment: dt.datetime, offs
     assert len(text) == len("2024-10-17T14:41:56.000Z")
     assert parse_timestamp(text) == moment
     assert parse_timestamp(local.isoformat()) == moment
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["0001-01-01T00:30:00.000+01:00", "9999-12-31T23:00:00.000-05:00"],
+)
+def test_a_timestamp_beyond_the_utc_range_keeps_its_offset(text: str) -> None:
+    # Valid in its own offset, but its instant in UTC is before year 1 or after 9999:
+    # to_dict gives it back as it came instead of an OverflowError from astimezone.
+    org = structure({"id": 1, "name": "x", "createdAt": text}, m.Organisation)
+    assert unstructure(org) == {"id": 1, "name": "x", "createdAt": text}
+    assert parse_timestamp(format_timestamp(parse_timestamp(text))) == parse_timestamp(text)
+
+
+def test_lower_case_t_and_z_are_timestamps_too() -> None:
+    # RFC 3339 (5.6): "T" and "Z" may be written in lower case.
+    expected = dt.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=dt.UTC)
+    assert parse_timestamp("2024-01-02t03:04:05.006z") == expected
+    org = structure({"id": 1, "name": "x", "createdAt": "2024-01-02t03:04:05.006z"}, m.Organisation)
+    assert org.created_at == expected
+
+
+def test_integral_floats_are_integers_in_every_integer_field() -> None:
+    # An int field takes 12.0 as 12: so do svcMixId (a number, or an older string) and count.
+    song = {"title": "t", "artists": "a", "startTime": 1, "endTime": 2, "licenseStatus": "x"}
+    parsed = structure({**song, "svcMixId": 12.0}, m.Song)
+    assert parsed.svc_mix_id == 12 and type(parsed.svc_mix_id) is int
+    results = structure({"results": [], "count": 3.0}, m.JobSearchResults)
+    assert results.count == 3 and type(results.count) is int
+
+
+async def test_updated_after_beyond_the_utc_range_is_sent_with_its_offset() -> None:
+    bodies: list[Any] = []
+
+    def handler(request: Request) -> Response:
+        bodies.append(request.json())
+        return json_response([])
+
+    early = dt.datetime(1, 1, 1, 0, 30, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    async with Client("https://v.example", token="t", transport=MockTransport(handler)) as svc:
+        assert await svc.entries.for_event(5, updated_after=early) == []
+    assert bodies == [{"updatedAfter": "0001-01-01T00:30:00.000+01:00"}]

@@ -42,14 +42,20 @@ def _fail(what: str, value: Any) -> Any:
     raise LeafError(f"expected {what}, got {describe(value)}")
 
 
-def _integral(value: Any) -> int:
+def _integral(value: Any, what: str = "an integer") -> int:
+    """An integral float as the integer it is (JSON ``12.0`` is 12); else ``expected what``."""
     if type(value) is float and value.is_integer():
         return int(value)
-    return _fail("an integer", value)  # type: ignore[no-any-return]
+    return _fail(what, value)  # type: ignore[no-any-return]
 
 
-def _bad_timestamp(value: str) -> Any:
-    raise LeafError(f"invalid timestamp {value[:40]!r}")
+def _lower_case_timestamp(value: str) -> dt.datetime:
+    """A timestamp ``fromisoformat`` refused: RFC 3339 (5.6) lets its ``T`` and ``Z`` be
+    lower case, as ``fromisoformat`` does not; anything else is invalid."""
+    try:
+        return dt.datetime.fromisoformat(value.upper())
+    except ValueError:
+        raise LeafError(f"invalid timestamp {value[:40]!r}") from None
 
 
 def _date(value: Any) -> dt.date:
@@ -99,7 +105,7 @@ def _enum_map(members: dict[str, StrEnum]) -> Callable[[Any], dict[str, Any]]:
 _SCOPE: dict[str, Any] = {
     "_fail": _fail,
     "_integral": _integral,
-    "_bad_timestamp": _bad_timestamp,
+    "_lower_case_timestamp": _lower_case_timestamp,
     "_date": _date,
     "_str_list": _str_list,
     "_str_or_str_list": _str_or_str_list,
@@ -114,13 +120,15 @@ _RULES: dict[Any, str] = {
     int: "if type(v) is not int: v = _integral(v)",
     # A float field keeps an integer as it came (12 stays 12): equal, and round-trips.
     float: "if type(v) is not float and type(v) is not int: _fail('a number', v)",
-    int | str: "if type(v) is not int and type(v) is not str: _fail('a number or a string', v)",
+    int | str: (
+        "if type(v) is not int and type(v) is not str: v = _integral(v, 'a number or a string')"
+    ),
     dt.datetime: (
         "if type(v) is not str: _fail('an ISO 8601 timestamp string', v)\n"
         "try:\n"
         "    v = _fromisoformat(v)\n"
         "except ValueError:\n"
-        "    _bad_timestamp(v)\n"
+        "    v = _lower_case_timestamp(v)\n"
         "if v.tzinfo is None: v = v.replace(tzinfo=_UTC)"  # the service means UTC
     ),
     dt.date: "v = _date(v)",
