@@ -109,7 +109,10 @@ def _job_id(value: Any, field: str = "id") -> int:
     if isinstance(value, int):
         return value
     if isinstance(value, str) and value.isascii() and value.isdigit():
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:  # more digits than Python converts (4,300)
+            raise WebhookPayloadError(f"webhook field {field!r} is too long to be an id") from None
     if isinstance(value, float) and value.is_integer():
         if abs(value) >= _EXACT_FLOAT_LIMIT:
             raise WebhookPayloadError(
@@ -208,9 +211,9 @@ def parse_output_file(
     del headers
     data = decode_body(body)
     is_test = _is_test(data.get("isTest"))
-    _positive(data.get("id"), "id", is_test)
-    _positive(data.get("verificationJobId"), "verificationJobId", is_test)
     fields = {key: value for key, value in data.items() if key != "isTest"}
+    for key in ("id", "verificationJobId"):  # read as a status update's id ("12" is 12)
+        fields[key] = _positive(data.get(key), key, is_test)
     output: OutputFile = _structured(fields, OutputFile, "outputFile")
     return OutputFileUpdate(output_file=output, is_test=is_test)
 

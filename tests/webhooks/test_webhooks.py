@@ -98,6 +98,8 @@ def test_test_deliveries_are_recognised() -> None:
         ({"id": 1, "status": ""}, "'status'"),
         ({"id": 1, "status": 3}, "'status'"),
         ({"id": 1, "status": "Completed", "isTest": "maybe"}, "isTest"),
+        (b'{"id": "' + b"7" * 5000 + b'", "status": "Completed"}', "'id' is too long"),
+        ({"id": "7" * 5000, "status": "Completed"}, "'id' is too long"),
     ],
 )
 def test_bad_payloads_raise_a_precise_error(body: Any, message: str) -> None:
@@ -563,6 +565,12 @@ def test_parse_an_output_file_callback() -> None:
     assert update.output_file.status == OutputFileStatus.COMPLETED
     pending = parse_output_file({**OUTPUT, "status": "Queued", "downloadURL": None})
     assert pending.output_file.status == "Queued" and not pending.output_file.is_ready
+
+
+def test_output_file_ids_given_as_digits_are_read_as_a_status_update_reads_them() -> None:
+    update = parse_output_file({**OUTPUT, "id": "31", "verificationJobId": "12"})
+    assert update.output_file == parse_output_file(OUTPUT).output_file
+    assert update.job_id == 12 and update.output_file.id == 31
 
 
 def test_parse_delivery_tells_the_three_kinds_apart_by_shape() -> None:
