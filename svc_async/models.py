@@ -6,7 +6,8 @@ Enumerated strings are open: a value the SDK has not seen is kept as the plain s
 ``LicenseStatus | str`` types read "a known member, or any other string the service
 sends". Every response model ends with ``extra``: the JSON keys it does not model, so
 nothing the service sends is lost (``svc_async.to_dict`` gives the document back).
-Every attrs class here is found by the converter; none needs registering.
+Every attrs class here is found by the converter; none needs registering. A link (maybe
+signed) is kept whole, and its ``repr`` hides the query values and user info.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import attrs
 
 from ._core.codegen import NO_EXTRA
+from .redact import redact_url
 
 
 class LicenseStatus(StrEnum):
@@ -183,6 +185,16 @@ _OMIT_IF_NONE = {"omit_if_none": True}
 """Field metadata: a request field left out of the body when None (not sent as null)."""
 
 
+def _link_repr(value: str | None) -> str:
+    """A link's repr without its query values and user info (signatures, tokens)."""
+    return repr(value if value is None else redact_url(value))
+
+
+def _link(**kwargs: Any) -> Any:
+    """A field holding a link (maybe signed): kept whole, shown by ``repr`` redacted."""
+    return attrs.field(repr=_link_repr, **kwargs)
+
+
 def _check(json_key: str) -> Any:
     """A licence check's field: None when the answer omits it, and then left out of
     ``to_dict``; ``json_key`` is its JSON name (``"Licensee Name Match"``)."""
@@ -196,7 +208,7 @@ class Logo:
     id: int
     file_type: str | None = None
     file_name: str | None = None
-    signed_url: str | None = None
+    signed_url: str | None = _link(default=None)
     extra: Mapping[str, Any] = _extra()
 
 
@@ -241,7 +253,7 @@ class Season:
     end_date: dt.datetime
     is_locked: bool = False
     territories: list[Any] = attrs.field(factory=list)
-    invite_url: str | None = None
+    invite_url: str | None = _link(default=None)
     signup_fields: list[SignupField] = attrs.field(factory=list)
     extra: Mapping[str, Any] = _extra()
 
@@ -257,7 +269,7 @@ class Event:
     end_date: dt.datetime
     territory: str | None = None
     is_locked: bool = False
-    invite_url: str | None = None
+    invite_url: str | None = _link(default=None)
     signup_fields: list[SignupField] = attrs.field(factory=list)
     extra: Mapping[str, Any] = _extra()
 
@@ -339,7 +351,7 @@ class SvcLicense:
     ref: str
     date_purchased: dt.datetime | None = None
     valid_to: dt.datetime | None = None
-    download_url: str | None = None
+    download_url: str | None = _link(default=None)
     rights: list[LicenseRight] = attrs.field(factory=list)
     territories: list[str] = attrs.field(factory=list)
     extra: Mapping[str, Any] = _extra()
@@ -350,7 +362,7 @@ class ExternalLicenseFile:
     """A licence file supplied with an entry or job; ``download_url`` is signed, or None."""
 
     id: int
-    download_url: str | None = None
+    download_url: str | None = _link(default=None)
     extra: Mapping[str, Any] = _extra()
 
 
@@ -477,7 +489,7 @@ class SoundRecording:
 
     created_at: dt.datetime
     updated_at: dt.datetime
-    download_url: str
+    download_url: str = _link()
     upload_file_name: str
     license_status: LicenseStatus | str
     status: RecordingStatus | str
@@ -523,7 +535,7 @@ class OutputFile:
     id: int
     verification_job_id: int
     status: OutputFileStatus | str
-    download_url: str | None = None
+    download_url: str | None = _link(default=None)
     operation: OutputFileOperation | str | None = None
     file_type: OutputFileType | str | None = None
     extra: Mapping[str, Any] = _extra()
@@ -555,7 +567,7 @@ class VerificationJob:
     end_date: dt.datetime | None = None
     tags: list[str] = attrs.field(factory=list)
     recording: SoundRecording | None = None
-    edit_url: str | None = None
+    edit_url: str | None = _link(default=None)
     is_claimed: bool | None = None
     type: JobType | str | None = None
     output_files: list[OutputFile] = attrs.field(factory=list)
@@ -609,7 +621,9 @@ class LicenseDetails:
 
     license_source: LicenseSource | str
     license_source_name: str
-    license_file_urls: list[str] = attrs.field(factory=list)
+    license_file_urls: list[str] = attrs.field(
+        factory=list, repr=lambda urls: repr([redact_url(url) for url in urls])
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -622,7 +636,7 @@ class OutputFileRequest:
 
     operation: OutputFileOperation | str = OutputFileOperation.MUTE
     file_type: OutputFileType | str | None = attrs.field(default=None, metadata=_OMIT_IF_NONE)
-    callback_url: str | None = attrs.field(default=None, metadata=_OMIT_IF_NONE)
+    callback_url: str | None = _link(default=None, metadata=_OMIT_IF_NONE)
 
 
 @attrs.frozen(kw_only=True)
@@ -638,7 +652,7 @@ class JobRequest:
     name: str
     email: str | None
     organisation_id: int
-    audio_file_url: str
+    audio_file_url: str = _link()
     start_date: dt.date
     end_date: dt.date
     required_territories: list[str] = attrs.field(factory=list)
