@@ -26,6 +26,9 @@ licences from the email; a pending licence has no file yet)."""
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 """An HTTP token (RFC 9110 5.6.2): what a header name is made of."""
 
+_NOT_IN_HOST = re.compile(r"[\s\x00-\x1f\x7f]")
+"""What no URL parser takes in a host (the WHATWG parser refuses it)."""
+
 _EMAIL_MAX, _LOCAL_MAX, _LABEL_MAX = 254, 64, 63
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\-\u00a1-\uffff]+"
 _LOCAL = re.compile(rf"{_ATOM}(?:\.{_ATOM})*")
@@ -158,14 +161,17 @@ def country_codes(value: Any, name: str) -> list[str]:
 
 
 def http_url(value: Any, name: str) -> str:
-    """An absolute http(s) URL."""
+    """An absolute http(s) URL, its host free of spaces and control characters."""
     string(value, name)
     try:
         url = yarl.URL(value)
+        host = url.host  # an IDNA host that does not decode is a UnicodeError (a ValueError)
     except (ValueError, TypeError):
         raise ValueError(f"{name} is not a valid URL") from None
-    if url.scheme not in ("http", "https") or not url.host:
+    if url.scheme not in ("http", "https") or not host:
         raise ValueError(f"{name} must be an absolute http(s) URL")
+    if _NOT_IN_HOST.search(host):
+        raise ValueError(f"{name} is not a valid URL (a space or control character in its host)")
     return str(value)
 
 
