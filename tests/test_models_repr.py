@@ -110,3 +110,18 @@ def test_reprs_of_requests_and_hand_made_models_hide_them_too() -> None:
     )
     lic = m.SvcLicense(ref="r", download_url=_signed("https://files.example/s.pdf"))
     _assert_hidden(repr(lic))
+
+
+async def test_the_repr_of_unknown_keys_hides_links_and_secret_fields_too() -> None:
+    job = {
+        "id": 1,
+        "organisationId": 2,
+        "status": "Processed",
+        "previewURL": _signed("https://files.example/p.mp3"),
+        "claimToken": "t0ken-value",
+    }
+    parsed = await _answer(job, "job")
+    assert parsed.extra["previewURL"] == job["previewURL"]  # kept
+    text = repr(parsed.extra)
+    assert text.startswith("Extra({") and "previewURL" in text
+    _assert_hidden(text)

@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 
 from ..errors import LeafError
+from ..redact import redact_text
 
 
 def describe(value: Any) -> str:
@@ -260,7 +261,9 @@ class Extra(dict[str, Any]):
         return (Extra, (dict(self), self.absent))
 
     def __repr__(self) -> str:
-        return f"Extra({dict.__repr__(self)})"
+        """The keys and values, with the query values of links and secret-looking fields
+        hidden (``redact_text``), as in every repr of the SDK."""
+        return f"Extra({redact_text(dict.__repr__(self))})"
 
 
 NO_EXTRA = Extra()
