@@ -145,20 +145,14 @@ class OutputFileType(StrEnum):
 CREATION_TAG_PREFIX = "svc-async-create:"
 """Prefix of the unique tag ``jobs.create`` adds to find a job after a lost answer."""
 
-CURRENT_JOB_STATUSES: tuple[JobStatus, ...] = (
-    JobStatus.CREATED,
-    JobStatus.DOWNLOADING,
-    JobStatus.DETECTING_MUSIC,
-    JobStatus.MATCHING,
-    JobStatus.MATCHED,
-    JobStatus.PROCESSED,
-    JobStatus.SUBMITTED,
-    JobStatus.ERRORED,
-)
-"""Today's job statuses, in lifecycle order: the only ones a request may carry."""
-
 LEGACY_JOB_STATUSES: frozenset[JobStatus] = frozenset({JobStatus.COMPLETED, JobStatus.CONFIRMED})
 """Statuses of the vocabulary before 2025-02: parsed from answers, never sent."""
+
+CURRENT_JOB_STATUSES: tuple[JobStatus, ...] = tuple(
+    s for s in JobStatus if s not in LEGACY_JOB_STATUSES
+)
+"""Today's job statuses, in lifecycle order (``JobStatus``'s): the only ones a request may
+carry."""
 
 FINISHED_JOB_STATUSES: frozenset[str] = (
     frozenset({JobStatus.PROCESSED, JobStatus.SUBMITTED, JobStatus.ERRORED}) | LEGACY_JOB_STATUSES
