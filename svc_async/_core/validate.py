@@ -299,15 +299,11 @@ def filters(value: Any, name: str = "fields") -> list[dict[str, str]]:
             )
         keys = set(item)
         if keys != {"key", "value"}:
-            missing = sorted(map(str, {"key", "value"} - keys))
-            extra = sorted(map(str, keys - {"key", "value"}))
+            parts = {"missing": {"key", "value"} - keys, "unknown": keys - {"key", "value"}}
             detail = "; ".join(
-                part
-                for part in (
-                    f"missing {', '.join(missing)}" if missing else "",
-                    f"unknown {', '.join(extra)}" if extra else "",
-                )
-                if part
+                f"{what} {', '.join(sorted(map(str, names)))}"
+                for what, names in parts.items()
+                if names
             )
             raise ValueError(f"{where} must have exactly 'key' and 'value' ({detail})")
         for part in ("key", "value"):
