@@ -165,7 +165,7 @@ def _job_search_results(conv: cattrs.Converter) -> Callable[[Any, Any], m.JobSea
         try:
             count = _INTEGER(value["count"], int) if "count" in value else len(jobs)
         except LeafError as exc:
-            raise _Nested(".count", exc) from None
+            raise LeafError(str(exc), ".count") from None
         rest = {k: x for k, x in value.items() if k != key and k != "count"}
         absent = NO_KEYS if "count" in value else frozenset({"count"})
         extra = Extra(rest, absent) if rest or absent else NO_EXTRA
