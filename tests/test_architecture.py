@@ -627,3 +627,19 @@ def test_the_parameter_count_counts_what_it_should() -> None:
     tree = ast.parse("class A:\n def _f(self, a, b, /, c, *d, e, **f): pass")
     (function,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
     assert _parameters(function) == 6
+
+
+def test_architecture_md_draws_the_layers_of_the_import_contract() -> None:
+    """The drawing under "The layers" is the ``layers`` contract of pyproject.toml, top to
+    bottom: the page cannot show a house that ``lint-imports`` does not check."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in contracts["contracts"] if c["type"] == "layers"]
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    drawing = text.split("## The layers", 1)[1].split("```", 2)[1]
+    drawn = [
+        " | ".join(part.strip() for part in re.split(r"\s{2,}", line.strip())[0].split("|"))
+        for line in drawing.strip().splitlines()
+    ]
+    assert drawn == layers
