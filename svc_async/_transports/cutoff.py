@@ -171,7 +171,7 @@ class CutOff:
     async def send(self, request: Request) -> Response:
         """``inner.send(request)``, cut off at ``request.timeout.total``."""
         total = None if request.timeout is None else request.timeout.total
-        if not total:
+        if total is None:  # no limit (0 is none at all: cut at once, as the SDK's are)
             return await self.inner.send(request)
         cut = self._cutoffs.arm(total)
         try:
@@ -197,7 +197,7 @@ class _StreamingCutOff(CutOff):
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
         """``inner.stream(request)``, cut off at ``request.timeout.total``."""
         total = None if request.timeout is None else request.timeout.total
-        cut = self._cutoffs.arm(total) if total else None
+        cut = None if total is None else self._cutoffs.arm(total)
         try:
             async with self.inner.stream(request) as stream:
                 yield stream
