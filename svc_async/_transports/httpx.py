@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import ssl
 import zlib
 from collections.abc import AsyncIterator, Iterator
@@ -35,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from ..errors import TransportError
+from ..errors import LocalProtocolError, TransportError
 from ..redact import redact_text
 from ..types import Timeout
 from .base import (
@@ -53,6 +54,7 @@ from .base import (
     failed,
     timed_out,
     tls_failure,
+    where,
 )
 from .cutoff import Cutoffs, raised_instead
 from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
@@ -65,6 +67,8 @@ _LIBRARY_ERRORS = (httpx.HTTPError, OSError)
 _DEFAULT_TIMEOUT = Timeout()
 _ACCEPT_ENCODING = (b"Accept-Encoding", b"gzip, deflate")
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""An HTTP header name (RFC 9110 token), the only one h11 writes."""
 _PIECE = 64 * 1024
 """The most bytes one step of decompression gives: a bomb never unpacks whole."""
 
@@ -179,7 +183,7 @@ class HttpxTransport:
         check_headers(request)
         route = self._route(request)
         pool = self._pool(route, loop)
-        headers = [(k.encode("latin-1"), v.encode()) for k, v in request.headers.items()]
+        headers = _outgoing(request)
         if "Accept-Encoding" not in request.headers:
             headers.append(_ACCEPT_ENCODING)  # what it decodes, as aiohttp asks by itself
         outgoing = httpx.Request(
@@ -228,6 +232,24 @@ class HttpxTransport:
             return  # their loop is gone, and their sockets with it
         for pool in pools.values():
             await pool.aclose()
+
+
+def _outgoing(request: Request) -> list[tuple[bytes, bytes]]:
+    """``request``'s headers as h11 writes them, the bytes aiohttp would send: UTF-8,
+    each value without the whitespace around it (no part of it, RFC 9110 5.5; aiohttp
+    sends it and the server drops it, h11 refuses it). A name that is no token, which h11
+    refuses too, is refused here, before a connection opens, as ``LocalProtocolError``
+    naming it (h11's refusal quotes the value, and read as a lost connection)."""
+    headers = []
+    for name, value in request.headers.items():
+        if _TOKEN.fullmatch(name) is None:
+            raise LocalProtocolError(
+                f"{where(request)} was refused before sending: header {name!r:.60} is not"
+                " an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
+                request=request,
+            )
+        headers.append((name.encode(), value.strip(" \t").encode()))
+    return headers
 
 
 def _require_h2() -> None:

@@ -36,6 +36,7 @@ from svc_async import (
     Client,
     ConnectError,
     ConnectionLostError,
+    HeaderAuth,
     HttpxTransport,
     LocalProtocolError,
     ProxyError,
@@ -434,6 +435,43 @@ async def test_a_header_that_cannot_be_sent_is_refused_before_sending(kind: str)
         server.close()
         await server.wait_closed()
     assert connections == []  # refused before a connection was even opened
+
+
+OK_JSON = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+
+@pytest.mark.parametrize("value", ["s3cret-key ", " s3cret-key", "s3cret-key\t"], ids=repr)
+async def test_a_value_with_whitespace_around_it_is_sent_by_both(kind: str, value: str) -> None:
+    """Whitespace around a value is no part of it (RFC 9110, 5.5): aiohttp sends it and
+    the server drops it; httpx's h11 refuses to write it, which came back as a
+    ``ConnectionLostError`` quoting the value (an API key), retried, though nothing was
+    sent. Both send the value now, and the server reads the same one."""
+    policy = RetryPolicy(attempts=3, wait_initial=0.001, wait_max=0.002)
+    async with raw_server(OK_JSON) as (port, heads):
+        transport = make(kind)
+        auth = HeaderAuth("X-Api-Key", value)
+        async with Client(f"http://127.0.0.1:{port}", auth=auth, transport=transport) as svc:
+            assert await svc.request("GET", "/x", retry=policy) == {}
+    assert len(heads) == 1
+    sent = [line for line in heads[0].split(b"\r\n") if line.lower().startswith(b"x-api-key:")]
+    assert [line.split(b":", 1)[1].strip() for line in sent] == [b"s3cret-key"]
+
+
+@pytest.mark.parametrize("name", ["X y", "X:y", "", "X-\u015c"], ids=repr)
+async def test_httpx_refuses_a_name_it_cannot_write_before_sending(name: str) -> None:
+    """A name h11 will not write (no HTTP token) is refused as ``LocalProtocolError``,
+    never sent, naming no value; it was a ``ConnectionLostError`` (or a bare
+    ``TransportError`` for a name outside latin-1) that might have been sent."""
+    async with raw_server(OK_JSON) as (port, heads), opened("httpx") as transport:
+        headers = {name: "v", "X-Api-Key": "s3cret-key "}
+        request = Request("GET", yarl.URL(f"http://127.0.0.1:{port}/"), headers)
+        with pytest.raises(LocalProtocolError) as caught:
+            await transport.send(request)
+    assert caught.value.maybe_sent is False
+    assert str(caught.value).startswith(f"GET http://127.0.0.1:{port}/ was refused before sending")
+    assert repr(name)[:60] in str(caught.value)
+    assert "s3cret" not in str(caught.value) and "s3cret" not in repr(caught.value)
+    assert heads == []
 
 
 async def test_after_aclose_nothing_is_sent(kind: str, service: tuple[str, dict[str, int]]) -> None:
