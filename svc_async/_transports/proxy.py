@@ -48,16 +48,19 @@ SCHEMES = frozenset({"http", "https"})
 
 
 class Route:
-    """One proxy: its URL without credentials, the header carrying them, how it shows."""
+    """One proxy: its URL without credentials, the header carrying them, how it shows,
+    and the ``secrets`` no message of its may hold (a proxy may echo them back)."""
 
-    __slots__ = ("headers", "shown", "url")
+    __slots__ = ("headers", "secrets", "shown", "url")
 
     def __init__(self, url: yarl.URL) -> None:
         self.url = url.with_user(None).with_query(None).with_fragment(None)
         self.headers: dict[str, str] | None = None
+        self.secrets: tuple[str, ...] = ()
         if url.user is not None:
-            pair = f"{url.user}:{url.password or ''}".encode()
-            self.headers = {"Proxy-Authorization": "Basic " + base64.b64encode(pair).decode()}
+            token = base64.b64encode(f"{url.user}:{url.password or ''}".encode()).decode()
+            self.headers = {"Proxy-Authorization": "Basic " + token}
+            self.secrets = (token, url.password or "", url.raw_password or "")
         self.shown = redact_url(self.url)
 
     def __repr__(self) -> str:
@@ -177,7 +180,8 @@ def proxy_refused(
         phrase = reason or HTTPStatus(status).phrase
     except ValueError:
         phrase = ""
-    phrase = " ".join(redact_text(phrase).split())[:80]
+    secrets = route.secrets if route is not None else ()
+    phrase = " ".join(redact_text(phrase, secrets).split())[:80]
     shown = route.shown if route is not None else "the proxy"
     verb = "refused" if status < 500 else "could not pass on"
     return ProxyError(

@@ -11,6 +11,7 @@ with a certificate made here).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import datetime as dt
 import gzip
@@ -809,6 +810,28 @@ async def test_a_refusing_proxy_is_never_retried_one_that_cannot_reach_the_servi
     assert len(heads) == attempts
     method = b"CONNECT svc.invalid:443" if scheme == "https" else b"GET http://svc.invalid/x"
     assert all(head.startswith(method) for head in heads)
+
+
+_TOKEN = base64.b64encode(":".join(PROXY_USER).encode()).decode()
+
+
+@pytest.mark.parametrize("echo", [PROXY_USER[1], f"Basic {_TOKEN}"], ids=["password", "token"])
+@pytest.mark.parametrize(("status", "scheme"), [(407, "http"), (407, "https"), (403, "https")])
+async def test_a_proxy_echoing_its_credentials_back_never_shows_them(
+    kind: str, echo: str, status: int, scheme: str
+) -> None:
+    """A refusal's reason phrase is the proxy's text: one quoting the credentials it was
+    given (the password, or its ``Proxy-Authorization`` value) had them in the message."""
+    answer = f"HTTP/1.1 {status} bad credentials {echo}\r\nContent-Length: 0\r\n\r\n"
+    async with raw_server(answer.encode()) as (port, _):
+        proxy = f"http://{':'.join(PROXY_USER)}@127.0.0.1:{port}"
+        transport = make(kind, proxy=proxy)
+        async with Client(f"{scheme}://svc.invalid", token="t", transport=transport) as svc:
+            with pytest.raises(ProxyError) as caught:
+                await svc.request("GET", "/x", retry=RetryPolicy(attempts=1))
+    shown = str(caught.value) + repr(caught.value)
+    assert f"HTTP {status} bad credentials" in shown
+    assert PROXY_USER[1] not in shown and _TOKEN not in shown
 
 
 async def test_a_proxy_that_cannot_be_reached_says_so_and_is_retried(
