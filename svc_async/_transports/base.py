@@ -36,7 +36,7 @@ from ..errors import (
     ResponseTooLargeError,
     TransportError,
 )
-from ..redact import redact_request_headers, redact_text, redact_url
+from ..redact import SDK_REQUEST_HEADERS, redact_request_headers, redact_text, redact_url
 from ..types import Timeout as Timeout  # re-exported: the type of Request.timeout
 
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
@@ -298,17 +298,31 @@ def cannot_connect(request: Request, reason: str) -> ConnectError:
 def connection_lost(request: Request, detail: BaseException | str) -> ConnectionLostError:
     """The error of a request whose connection failed once open (``detail``: why)."""
     return ConnectionLostError(
-        f"connection lost during {where(request)}: {_detail(detail)}", request=request
+        f"connection lost during {where(request)}: {_detail(detail, request)}", request=request
     )
 
 
 def failed(request: Request, exc: BaseException) -> TransportError:
     """The error of a request that failed in a way no other error names."""
-    return TransportError(f"{where(request)} failed: {_detail(exc)}", request=request)
+    return TransportError(f"{where(request)} failed: {_detail(exc, request)}", request=request)
 
 
-def _detail(exc: BaseException | str) -> str:
-    return exc if isinstance(exc, str) else redact_text(f"{type(exc).__name__}: {exc}")
+def _detail(exc: BaseException | str, request: Request) -> str:
+    if isinstance(exc, str):
+        return exc
+    return redact_text(f"{type(exc).__name__}: {exc}", secrets_of(request))
+
+
+def secrets_of(request: Request) -> list[str]:
+    """What of ``request`` a library's message may quote back, the server's line it could
+    not parse echoing it: each header value ``redact_request_headers`` hides (and the
+    credential past its scheme, ``Bearer``), and the query's values (a signed URL's)."""
+    found: list[str] = []
+    for name, value in request.headers.items():
+        if isinstance(value, str) and name.lower() not in SDK_REQUEST_HEADERS:
+            found += [value, value.partition(" ")[2]]
+    found += request.url.query.values()
+    return found
 
 
 CONNECT_REASONS = {

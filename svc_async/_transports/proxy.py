@@ -37,7 +37,7 @@ import yarl
 
 from ..errors import ProxyError
 from ..redact import redact_text, redact_url
-from .base import Request, where
+from .base import Request, secrets_of, where
 
 __all__ = ["Proxies", "Route", "bypassed", "proxy_refused", "proxy_unreachable"]
 
@@ -180,7 +180,7 @@ def proxy_refused(
         phrase = reason or HTTPStatus(status).phrase
     except ValueError:
         phrase = ""
-    secrets = route.secrets if route is not None else ()
+    secrets = [*(route.secrets if route is not None else ()), *secrets_of(request)]
     phrase = " ".join(redact_text(phrase, secrets).split())[:80]
     shown = route.shown if route is not None else "the proxy"
     verb = "refused" if status < 500 else "could not pass on"

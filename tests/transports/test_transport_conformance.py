@@ -420,6 +420,31 @@ async def test_a_connection_that_breaks_is_connection_lost(kind: str, answer: by
     assert "s3cret" not in str(caught.value)
 
 
+ECHOES = {
+    "header line": b"HTTP/1.1 200 OK\r\nX-Echo %s\r\nContent-Length: 0\r\n\r\n",
+    "header value": b"HTTP/1.1 200 OK\r\nX-Echo: %s\x00\r\nContent-Length: 0\r\n\r\n",
+    "status line": b"HTTP/1.1 2%s OK\r\nContent-Length: 0\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("echoed", ["key", "token", "signature"])
+@pytest.mark.parametrize("where", list(ECHOES))
+async def test_a_server_echoing_a_secret_in_a_line_it_garbles_never_shows_it(
+    kind: str, where: str, echoed: str
+) -> None:
+    """The HTTP libraries quote the line they cannot parse: a server (or middlebox) that
+    echoes the request's API key, bearer token or signed URL's signature in one had it in
+    the ``ConnectionLostError``."""
+    secret = {"key": "s3cret-key", "token": "s3cret-token", "signature": "s3cret-sig"}[echoed]
+    async with raw_server(ECHOES[where] % secret.encode()) as (port, _), opened(kind) as transport:
+        headers = {"X-Api-Key": "s3cret-key", "Authorization": "Bearer s3cret-token"}
+        url = yarl.URL(f"http://127.0.0.1:{port}/x?X-Amz-Signature=s3cret-sig")
+        with pytest.raises(ConnectionLostError) as caught:
+            await transport.send(Request("GET", url, headers, None, Timeout(total=5)))
+    assert "connection lost" in str(caught.value)
+    assert "s3cret" not in str(caught.value) and "s3cret" not in repr(caught.value)
+
+
 async def test_a_header_that_cannot_be_sent_is_refused_before_sending(kind: str) -> None:
     connections: list[asyncio.StreamWriter] = []
     server = await asyncio.start_server(lambda _, w: connections.append(w), "127.0.0.1", 0)
