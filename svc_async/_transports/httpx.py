@@ -303,37 +303,53 @@ async def _decoded(resp: httpx.Response, request: Request) -> AsyncIterator[byte
     async for chunk in resp.aiter_raw():
         for piece in inflater.feed(chunk):
             yield piece
+    inflater.finish()
 
 
 class _Inflater:
-    """gzip or deflate (zlib-wrapped, or raw as some servers send it), step by step."""
+    """gzip or deflate (zlib-wrapped, or raw as some servers send it), step by step, as
+    aiohttp's decoder reads them: a stream's end starts the next member (gzip(1)
+    concatenates them); bytes after the end that are no member, or a deflate body that
+    stops short of its end, are a body that cannot be decoded."""
 
-    __slots__ = ("_encoding", "_obj", "_request", "_started")
+    __slots__ = ("_encoding", "_obj", "_request", "_started", "_wbits")
 
     def __init__(self, encoding: str, request: Request) -> None:
         self._encoding = encoding
         self._request = request
-        self._obj = zlib.decompressobj(_WBITS[encoding])
+        self._wbits = _WBITS[encoding]
+        self._obj = zlib.decompressobj(self._wbits)
         self._started = False
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         """Decompress ``data``, yielding at most ``_PIECE`` bytes at a time."""
         while True:
+            if data and self._obj.eof:  # a member ended; these bytes are the next one
+                self._obj = zlib.decompressobj(self._wbits)
             try:
                 piece = self._obj.decompress(data, _PIECE)
             except zlib.error:
                 if self._started or self._encoding != "deflate":
-                    why = f"the {self._encoding} body cannot be decoded"
-                    raise connection_lost(self._request, why) from None
-                self._obj = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate
+                    raise self._broken() from None
+                self._wbits = -zlib.MAX_WBITS  # raw deflate
+                self._obj = zlib.decompressobj(self._wbits)
                 self._started = True
                 continue
             self._started = True
             if piece:
                 yield piece
-            data = self._obj.unconsumed_tail
+            data = self._obj.unused_data if self._obj.eof else self._obj.unconsumed_tail
             if not data and len(piece) < _PIECE:
                 return
+
+    def finish(self) -> None:
+        """At the body's end: a deflate body must have reached its own (aiohttp's rule;
+        a gzip one cut short of its trailer passes, in both)."""
+        if self._encoding == "deflate" and self._started and not self._obj.eof:
+            raise self._broken()
+
+    def _broken(self) -> TransportError:
+        return connection_lost(self._request, f"the {self._encoding} body cannot be decoded")
 
 
 # ------------------------------------------------------------------ errors

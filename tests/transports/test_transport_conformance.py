@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 import tracemalloc
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -443,6 +444,50 @@ async def test_a_server_echoing_a_secret_in_a_line_it_garbles_never_shows_it(
             await transport.send(Request("GET", url, headers, None, Timeout(total=5)))
     assert "connection lost" in str(caught.value)
     assert "s3cret" not in str(caught.value) and "s3cret" not in repr(caught.value)
+
+
+PLAIN = b'{"a": 1}' * 100
+
+
+def _encoded(encoding: str, body: bytes) -> bytes:
+    """``body`` sent with ``encoding`` and its exact Content-Length."""
+    head = f"HTTP/1.1 200 OK\r\nContent-Encoding: {encoding}\r\nContent-Length: {len(body)}"
+    return head.encode() + b"\r\n\r\n" + body
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["send", "stream"])
+@pytest.mark.parametrize("members", [2, 3])
+async def test_a_gzip_body_of_several_members_is_decoded_whole(
+    kind: str, members: int, stream: bool
+) -> None:
+    """gzip(1) concatenates members, and a body may be several (RFC 1952, 2.2): httpx's
+    decoder stopped after the first, silently dropping the rest."""
+    answer = _encoded("gzip", gzip.compress(PLAIN) * members)
+    async with raw_server(answer) as (port, _), opened(kind) as transport:
+        request = get(f"http://127.0.0.1:{port}/")
+        if stream:
+            async with transport.stream(request) as response:
+                body = b"".join([chunk async for chunk in response.iter_chunks(1000)])
+        else:
+            body = (await transport.send(request)).content
+    assert body == PLAIN * members
+
+
+@pytest.mark.parametrize(
+    "body",
+    [gzip.compress(PLAIN) + b"junk", zlib.compress(PLAIN)[:-3]],
+    ids=["gzip with bytes after its end", "deflate cut short"],
+)
+async def test_a_body_its_encoding_does_not_end_well_is_connection_lost(
+    kind: str, body: bytes
+) -> None:
+    """aiohttp refuses bytes after a gzip body's end and a deflate body that stops short
+    of its end; httpx's decoder passed both on as if whole."""
+    encoding = "gzip" if body[:2] == b"\x1f\x8b" else "deflate"
+    async with raw_server(_encoded(encoding, body)) as (port, _), opened(kind) as transport:
+        with pytest.raises(ConnectionLostError) as caught:
+            await transport.send(get(f"http://127.0.0.1:{port}/x"))
+    assert str(caught.value).startswith(f"connection lost during GET http://127.0.0.1:{port}/x")
 
 
 async def test_a_header_that_cannot_be_sent_is_refused_before_sending(kind: str) -> None:
