@@ -104,6 +104,20 @@ class Response:
         return f"<Response {self.status} {len(self.content)} bytes>"
 
 
+def answer_of(result: object, who: str) -> Response:
+    """``result``, the answer of ``who`` (a ``MockTransport`` handler, a transport of
+    one's own), as the SDK reads it: a ``Response`` with an ``int`` status and a
+    ``bytes`` body, else a ``TypeError`` naming what is wrong before anything reads it."""
+    if not isinstance(result, Response):
+        raise TypeError(f"{who} must return a Response, got {type(result).__name__}")
+    status, content = result.status, result.content
+    if isinstance(status, bool) or not isinstance(status, int):
+        raise TypeError(f"{who} returned a Response whose status is a {type(status).__name__}")
+    if not isinstance(content, bytes | bytearray):
+        raise TypeError(f"{who} returned a Response whose content is a {type(content).__name__}")
+    return result
+
+
 def json_response(
     data: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:

@@ -16,6 +16,7 @@ from .base import (
     Request,
     Response,
     StreamResponse,
+    answer_of,
     capped_body,
     check_headers,
 )
@@ -58,8 +59,8 @@ class MockTransport:
         result = self.handler(request)
         if inspect.isawaitable(result):
             result = await result
-        assert isinstance(result, Response), "MockTransport handler must return a Response"
-        return result if result.request is not None else attrs.evolve(result, request=request)
+        answer = answer_of(result, "MockTransport handler")
+        return answer if answer.request is not None else attrs.evolve(answer, request=request)
 
     @asynccontextmanager
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
