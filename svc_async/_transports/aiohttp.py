@@ -37,6 +37,7 @@ from .base import (
     failed,
     header_refused,
     timed_out,
+    url_refused,
 )
 from .cutoff import Cut, Cutoffs
 from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
@@ -339,6 +340,9 @@ def _wrap_error(exc: BaseException, request: Request, route: Route | None = None
 
     ``route``: the proxy the request went through, if any (its failures are ``ProxyError``).
     """
+    refused = url_refused(request)
+    if refused is not None:
+        return refused
     if isinstance(exc, aiohttp.ClientHttpProxyError):  # a CONNECT answered other than 2xx
         return proxy_refused(route, request, exc.status, exc.message)
     if isinstance(exc, aiohttp.ClientProxyConnectionError) and route is not None:

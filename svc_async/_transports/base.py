@@ -271,6 +271,20 @@ def check_headers(request: Request) -> None:
             raise header_refused(request, bad)
 
 
+def url_refused(request: Request) -> LocalProtocolError | None:
+    """The error of a request whose URL no transport sends (not an absolute ``http://`` or
+    ``https://`` one with a host), which the HTTP library refused; None: the URL is fine.
+    Asked only once a send failed, so a good request pays nothing for it."""
+    url = request.url
+    if url.scheme in ("http", "https") and url.host:
+        return None
+    return LocalProtocolError(
+        f"{where(request)} was refused before sending: the URL is not an absolute http:// or"
+        " https:// one with a host",
+        request=request,
+    )
+
+
 def header_refused(request: Request, header: str) -> LocalProtocolError:
     """The error for a request refused before sending; names the header, never its value."""
     return LocalProtocolError(

@@ -54,6 +54,7 @@ from .base import (
     failed,
     timed_out,
     tls_failure,
+    url_refused,
     where,
 )
 from .cutoff import Cutoffs, raised_instead
@@ -357,6 +358,9 @@ class _Inflater:
 
 def _wrap_error(exc: BaseException, request: Request, route: Route | None) -> TransportError:
     """Turn an httpx/OS error into the same error ``AiohttpTransport`` raises."""
+    refused = url_refused(request)
+    if refused is not None:
+        return refused
     if isinstance(exc, httpx.ProxyError):
         status, reason = _proxy_answer(str(exc))
         return proxy_refused(route, request, status, reason)

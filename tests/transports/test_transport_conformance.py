@@ -490,6 +490,20 @@ async def test_a_body_its_encoding_does_not_end_well_is_connection_lost(
     assert str(caught.value).startswith(f"connection lost during GET http://127.0.0.1:{port}/x")
 
 
+@pytest.mark.parametrize("url", ["/relative", "ftp://127.0.0.1:1/x", "http:///x", "x:y"])
+async def test_a_url_no_transport_can_send_is_refused_before_sending(kind: str, url: str) -> None:
+    """A URL that is no absolute http(s) one is the caller's error, the same from both:
+    it was a ``ConnectionLostError`` (retried, "maybe sent"), or a bare ``ValueError``
+    from the error's own wording (a URL without a host has no origin)."""
+    async with opened(kind) as transport:
+        with pytest.raises(LocalProtocolError) as caught:
+            await transport.send(Request("GET", yarl.URL(url), {}))
+    assert caught.value.maybe_sent is False
+    assert "was refused before sending: the URL is not an absolute http:// or https://" in str(
+        caught.value
+    )
+
+
 async def test_a_header_that_cannot_be_sent_is_refused_before_sending(kind: str) -> None:
     connections: list[asyncio.StreamWriter] = []
     server = await asyncio.start_server(lambda _, w: connections.append(w), "127.0.0.1", 0)
