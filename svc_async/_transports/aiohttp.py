@@ -37,7 +37,7 @@ from .base import (
     failed,
     header_refused,
     timed_out,
-    url_refused,
+    unsendable,
 )
 from .cutoff import Cut, Cutoffs
 from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
@@ -340,7 +340,7 @@ def _wrap_error(exc: BaseException, request: Request, route: Route | None = None
 
     ``route``: the proxy the request went through, if any (its failures are ``ProxyError``).
     """
-    refused = url_refused(request)
+    refused = unsendable(request)
     if refused is not None:
         return refused
     if isinstance(exc, aiohttp.ClientHttpProxyError):  # a CONNECT answered other than 2xx

@@ -271,17 +271,24 @@ def check_headers(request: Request) -> None:
             raise header_refused(request, bad)
 
 
-def url_refused(request: Request) -> LocalProtocolError | None:
-    """The error of a request whose URL no transport sends (not an absolute ``http://`` or
-    ``https://`` one with a host), which the HTTP library refused; None: the URL is fine.
-    Asked only once a send failed, so a good request pays nothing for it."""
+TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""An HTTP token (RFC 9110): what a method or a header name must be to be written."""
+
+
+def unsendable(request: Request) -> LocalProtocolError | None:
+    """The error of a request no transport sends, which the HTTP library refused: a URL
+    that is not an absolute ``http://`` or ``https://`` one with a host, or a method that
+    is no token (None: neither). Asked only once a send failed, so a good request pays
+    nothing for it."""
     url = request.url
-    if url.scheme in ("http", "https") and url.host:
+    if not (url.scheme in ("http", "https") and url.host):
+        why = "the URL is not an absolute http:// or https:// one with a host"
+    elif not isinstance(request.method, str) or TOKEN.fullmatch(request.method) is None:
+        why = f"the method {request.method!r:.40} is not an HTTP method name"
+    else:
         return None
     return LocalProtocolError(
-        f"{where(request)} was refused before sending: the URL is not an absolute http:// or"
-        " https:// one with a host",
-        request=request,
+        f"{where(request)} was refused before sending: {why}", request=request
     )
 
 

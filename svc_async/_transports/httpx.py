@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import re
 import ssl
 import zlib
 from collections.abc import AsyncIterator, Iterator
@@ -41,6 +40,7 @@ from ..redact import redact_text
 from ..types import Timeout
 from .base import (
     DEFAULT_MAX_BODY,
+    TOKEN,
     CappedStream,
     Request,
     Response,
@@ -54,7 +54,7 @@ from .base import (
     failed,
     timed_out,
     tls_failure,
-    url_refused,
+    unsendable,
     where,
 )
 from .cutoff import Cutoffs, raised_instead
@@ -68,8 +68,6 @@ _LIBRARY_ERRORS = (httpx.HTTPError, OSError)
 _DEFAULT_TIMEOUT = Timeout()
 _ACCEPT_ENCODING = (b"Accept-Encoding", b"gzip, deflate")
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-"""An HTTP header name (RFC 9110 token), the only one h11 writes."""
 _PIECE = 64 * 1024
 """The most bytes one step of decompression gives: a bomb never unpacks whole."""
 
@@ -243,7 +241,7 @@ def _outgoing(request: Request) -> list[tuple[bytes, bytes]]:
     naming it (h11's refusal quotes the value, and read as a lost connection)."""
     headers = []
     for name, value in request.headers.items():
-        if _TOKEN.fullmatch(name) is None:
+        if TOKEN.fullmatch(name) is None:
             raise LocalProtocolError(
                 f"{where(request)} was refused before sending: header {name!r:.60} is not"
                 " an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
@@ -358,7 +356,7 @@ class _Inflater:
 
 def _wrap_error(exc: BaseException, request: Request, route: Route | None) -> TransportError:
     """Turn an httpx/OS error into the same error ``AiohttpTransport`` raises."""
-    refused = url_refused(request)
+    refused = unsendable(request)
     if refused is not None:
         return refused
     if isinstance(exc, httpx.ProxyError):

@@ -504,6 +504,28 @@ async def test_a_url_no_transport_can_send_is_refused_before_sending(kind: str, 
     )
 
 
+@pytest.mark.parametrize("method", ["G\u00e9T", "GE T", "GET\r\nX-Evil: 1"], ids=repr)
+async def test_a_method_that_is_no_token_is_refused_before_sending(kind: str, method: str) -> None:
+    """The client's own check lets a non-ASCII letter pass (``GéT``); aiohttp and httpx
+    refuse it, which came back as a bare ``TransportError`` that "may have been sent"
+    (or, from httpx, a ``ConnectionLostError``)."""
+    connections: list[asyncio.StreamWriter] = []
+    server = await asyncio.start_server(lambda _, w: connections.append(w), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with opened(kind) as transport:
+            request = Request(method, yarl.URL(f"http://127.0.0.1:{port}/x"), {})
+            with pytest.raises(LocalProtocolError) as caught:
+                await transport.send(request)
+    finally:
+        for writer in connections:  # h11 refuses the method once a connection is open
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    assert caught.value.maybe_sent is False
+    assert "was refused before sending: the method" in str(caught.value)
+
+
 async def test_a_header_that_cannot_be_sent_is_refused_before_sending(kind: str) -> None:
     connections: list[asyncio.StreamWriter] = []
     server = await asyncio.start_server(lambda _, w: connections.append(w), "127.0.0.1", 0)
