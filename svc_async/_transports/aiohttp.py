@@ -150,20 +150,14 @@ class AiohttpTransport:
             session = self._get_session()
         limits = self._send_timeout(timeout)
         route = None if self._proxies is None else self._proxies.route(request.url)
-        if route is None:
-            return session.request(
-                request.method,
-                request.url,
-                headers=request.headers,
-                data=request.content,
-                timeout=limits,
-                allow_redirects=False,
-            )
         headers: Mapping[str, str] = request.headers
-        if route.headers and request.url.scheme == "http":
-            # Forwarded as is, so the request itself carries the credentials
-            # (aiohttp puts proxy_headers on a CONNECT only).
-            headers = {**request.headers, **route.headers}
+        proxy = proxy_headers = None
+        if route is not None:
+            proxy, proxy_headers = route.url, route.headers
+            if proxy_headers and request.url.scheme == "http":
+                # Forwarded as is, so the request itself carries the credentials
+                # (aiohttp puts proxy_headers on a CONNECT only).
+                headers = {**request.headers, **proxy_headers}
         return session.request(
             request.method,
             request.url,
@@ -171,8 +165,8 @@ class AiohttpTransport:
             data=request.content,
             timeout=limits,
             allow_redirects=False,
-            proxy=route.url,
-            proxy_headers=route.headers,
+            proxy=proxy,
+            proxy_headers=proxy_headers,
         )
 
     async def send(self, request: Request) -> Response:
