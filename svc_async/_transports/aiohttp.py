@@ -30,6 +30,7 @@ from .base import (
     cannot_connect,
     capped_chunks,
     check_headers,
+    check_settings,
     connect_reason,
     connect_timeout,
     connection_lost,
@@ -76,8 +77,9 @@ class AiohttpTransport:
         proxy: str | yarl.URL | None = None,
         trust_env: bool = True,
     ) -> None:
-        if max_body_size <= 0:
-            raise ValueError("max_body_size must be positive")
+        check_settings(
+            max_body_size, keepalive_timeout, trust_env, limit=limit, limit_per_host=limit_per_host
+        )
         self._proxies = Proxies.configure(proxy, trust_env)
         self._session = session
         self._owns_session = session is None

@@ -163,6 +163,39 @@ class StreamingTransport(Transport, Protocol):
         ...
 
 
+# ------------------------------------------------------------------ settings
+
+
+def check_size(max_body_size: object) -> None:
+    """``max_body_size``, as every transport checks it when made: an int, positive."""
+    if isinstance(max_body_size, bool) or not isinstance(max_body_size, int):
+        kind = type(max_body_size).__name__
+        raise TypeError(f"max_body_size must be an int (bytes), got {kind}")
+    if max_body_size <= 0:
+        raise ValueError("max_body_size must be positive")
+
+
+def check_settings(
+    max_body_size: object, keepalive_timeout: object, trust_env: object, **limits: object
+) -> None:
+    """The settings both real transports take, checked when one is made (``limits``: its
+    counts of connections, 0 for none): a wrong type is a ``TypeError``, a wrong value a
+    ``ValueError``, each naming the setting, before anything is sent."""
+    check_size(max_body_size)
+    for name, value in limits.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if value < 0:
+            raise ValueError(f"{name} must be 0 (no limit) or more")
+    if isinstance(keepalive_timeout, bool) or not isinstance(keepalive_timeout, int | float):
+        kind = type(keepalive_timeout).__name__
+        raise TypeError(f"keepalive_timeout must be a number of seconds, got {kind}")
+    if not keepalive_timeout >= 0:
+        raise ValueError("keepalive_timeout must be 0 or more seconds")
+    if not isinstance(trust_env, bool):
+        raise TypeError(f"trust_env must be a bool, got {type(trust_env).__name__}")
+
+
 # ------------------------------------------------------------------ the body cap
 
 

@@ -48,6 +48,7 @@ from .base import (
     cannot_connect,
     capped_chunks,
     check_headers,
+    check_settings,
     connect_reason,
     connect_timeout,
     connection_lost,
@@ -106,8 +107,7 @@ class HttpxTransport:
         proxy: str | yarl.URL | None = None,
         trust_env: bool = True,
     ) -> None:
-        if max_body_size <= 0:
-            raise ValueError("max_body_size must be positive")
+        check_settings(max_body_size, keepalive_timeout, trust_env, limit=limit)
         if http2:
             _require_h2()
         self.http2 = http2

@@ -19,6 +19,7 @@ from .base import (
     answer_of,
     capped_body,
     check_headers,
+    check_size,
 )
 
 __all__ = ["Handler", "MockTransport"]
@@ -35,8 +36,7 @@ class MockTransport:
     """
 
     def __init__(self, handler: Handler, *, max_body_size: int = DEFAULT_MAX_BODY) -> None:
-        if max_body_size <= 0:
-            raise ValueError("max_body_size must be positive")
+        check_size(max_body_size)
         self.max_body_size = max_body_size
         self.handler = handler
         self.requests: list[Request] = []

@@ -68,7 +68,10 @@ class Route:
 
 
 def proxy_url(value: str | yarl.URL, where: str = "proxy") -> yarl.URL:
-    """``value`` as a proxy URL (``http`` when it names no scheme); else ``ValueError``."""
+    """``value`` as a proxy URL (``http`` when it names no scheme); else ``ValueError``
+    (``TypeError`` for neither a str nor a ``yarl.URL``)."""
+    if not isinstance(value, str | yarl.URL):
+        raise TypeError(f"{where} must be a str or a yarl.URL, got {type(value).__name__}")
     text = str(value).strip()
     if text and "://" not in text:
         text = "http://" + text
