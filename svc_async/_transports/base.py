@@ -275,7 +275,12 @@ class CappedStream:
         self.request = request
 
     def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
-        """The body in chunks of at most ``chunk_size`` bytes (see ``StreamResponse``)."""
+        """The body in chunks of at most ``chunk_size`` bytes (see ``StreamResponse``): a
+        positive int, else ``TypeError`` or ``ValueError`` before anything is read."""
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+            raise TypeError(f"chunk_size must be an int, got {type(chunk_size).__name__}")
+        if chunk_size <= 0:
+            raise ValueError("chunk_size must be positive")
         limit = self.limit if capped else None
         return capped_chunks(self.headers, self.read(chunk_size), limit, self.request)
 

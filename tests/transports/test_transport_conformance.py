@@ -41,9 +41,11 @@ from svc_async import (
     HeaderAuth,
     HttpxTransport,
     LocalProtocolError,
+    MockTransport,
     ProxyError,
     Request,
     RequestTimeout,
+    Response,
     ResponseTooLargeError,
     RetryPolicy,
     Timeout,
@@ -1080,3 +1082,20 @@ def test_no_proxy_follows_the_standard_library_s_rule(
     if no_proxy and "*" not in no_proxy:  # urllib takes "*" only alone
         by_urllib = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
         assert bool(by_urllib(f"{host}:{port}", {"no": no_proxy})) is expected
+
+
+@pytest.mark.parametrize(
+    ("size", "error"), [(0, ValueError), (-1, ValueError), (2.5, TypeError), (True, TypeError)]
+)
+async def test_a_chunk_size_that_is_no_positive_int_is_refused(
+    kind: str, size: Any, error: type[Exception]
+) -> None:
+    """``iter_chunks(0)`` gave aiohttp's body as empty and ``iter_chunks(-1)`` httpx's and
+    the mock's: a body lost without a word. Each refuses it now, the same way."""
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+    mock = MockTransport(lambda request: Response(200, content=b"hello"))
+    async with raw_server(answer) as (port, _), opened(kind) as transport:
+        for each in (transport, mock):
+            async with each.stream(get(f"http://127.0.0.1:{port}/")) as response:
+                with pytest.raises(error, match="chunk_size"):
+                    response.iter_chunks(size)
