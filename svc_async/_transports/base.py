@@ -205,18 +205,19 @@ def declared_length(headers: Mapping[str, str]) -> int | None:
 
     With a Content-Encoding other than ``identity``, the transport hands over the
     decoded body and Content-Length is the encoded size: it says nothing about the bytes
-    read. A value that is no count (a transport of your own need not parse it, as
-    aiohttp's and httpx's do) says nothing either. (aiohttp's names are ``istr``,
-    looked up without lowering a string.)
+    read. A value that is no count, ASCII digits only (a transport of your own need not
+    parse it, as aiohttp's and httpx's do; ``int()`` also reads ``1_0``, ``+1`` and
+    other scripts' digits), says nothing either. (aiohttp's names are ``istr``, looked up
+    without lowering a string.)
     """
     encoding = headers.get(hdrs.CONTENT_ENCODING)
     if encoding is not None and encoding.strip().lower() != "identity":
         return None
-    try:
-        length = int(headers[hdrs.CONTENT_LENGTH])
-    except (KeyError, ValueError):
+    value = headers.get(hdrs.CONTENT_LENGTH)
+    if value is None:
         return None
-    return length if length >= 0 else None
+    value = str(value).strip()  # an int, from a transport of your own, is a count too
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 async def capped_chunks(
