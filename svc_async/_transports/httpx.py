@@ -380,7 +380,7 @@ def _wrap_error(exc: BaseException, request: Request, route: Route | None) -> Tr
 def _proxy_answer(message: str) -> tuple[int, str]:
     """The status and reason of a refused ``CONNECT`` from httpcore's "407 Reason"."""
     code, _, reason = message.partition(" ")
-    return (int(code), reason) if code.isdigit() else (502, message)
+    return (int(code), reason) if code.isascii() and code.isdigit() else (502, message)
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:

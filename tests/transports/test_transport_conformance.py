@@ -1099,3 +1099,13 @@ async def test_a_chunk_size_that_is_no_positive_int_is_refused(
             async with each.stream(get(f"http://127.0.0.1:{port}/")) as response:
                 with pytest.raises(error, match="chunk_size"):
                     response.iter_chunks(size)
+
+
+@pytest.mark.parametrize(("message", "status"), [("407 Auth", 407), ("\u00b2 x", 502), ("x", 502)])
+def test_httpx_s_proxy_refusal_reads_only_ascii_digits_as_its_status(
+    message: str, status: int
+) -> None:
+    """A superscript digit passes ``isdigit()`` and fails ``int()``: a bare ValueError."""
+    from svc_async._transports.httpx import _proxy_answer
+
+    assert _proxy_answer(message)[0] == status
