@@ -30,6 +30,7 @@ from .base import (
     cannot_connect,
     capped_chunks,
     check_headers,
+    check_settings,
     connect_reason,
     connect_timeout,
     connection_lost,
@@ -37,6 +38,7 @@ from .base import (
     failed,
     header_refused,
     timed_out,
+    unsendable,
 )
 from .cutoff import Cut, Cutoffs
 from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
@@ -75,8 +77,9 @@ class AiohttpTransport:
         proxy: str | yarl.URL | None = None,
         trust_env: bool = True,
     ) -> None:
-        if max_body_size <= 0:
-            raise ValueError("max_body_size must be positive")
+        check_settings(
+            max_body_size, keepalive_timeout, trust_env, limit=limit, limit_per_host=limit_per_host
+        )
         self._proxies = Proxies.configure(proxy, trust_env)
         self._session = session
         self._owns_session = session is None
@@ -149,20 +152,14 @@ class AiohttpTransport:
             session = self._get_session()
         limits = self._send_timeout(timeout)
         route = None if self._proxies is None else self._proxies.route(request.url)
-        if route is None:
-            return session.request(
-                request.method,
-                request.url,
-                headers=request.headers,
-                data=request.content,
-                timeout=limits,
-                allow_redirects=False,
-            )
         headers: Mapping[str, str] = request.headers
-        if route.headers and request.url.scheme == "http":
-            # Forwarded as is, so the request itself carries the credentials
-            # (aiohttp puts proxy_headers on a CONNECT only).
-            headers = {**request.headers, **route.headers}
+        proxy = proxy_headers = None
+        if route is not None:
+            proxy, proxy_headers = route.url, route.headers
+            if proxy_headers and request.url.scheme == "http":
+                # Forwarded as is, so the request itself carries the credentials
+                # (aiohttp puts proxy_headers on a CONNECT only).
+                headers = {**request.headers, **proxy_headers}
         return session.request(
             request.method,
             request.url,
@@ -170,8 +167,8 @@ class AiohttpTransport:
             data=request.content,
             timeout=limits,
             allow_redirects=False,
-            proxy=route.url,
-            proxy_headers=route.headers,
+            proxy=proxy,
+            proxy_headers=proxy_headers,
         )
 
     async def send(self, request: Request) -> Response:
@@ -339,6 +336,9 @@ def _wrap_error(exc: BaseException, request: Request, route: Route | None = None
 
     ``route``: the proxy the request went through, if any (its failures are ``ProxyError``).
     """
+    refused = unsendable(request)
+    if refused is not None:
+        return refused
     if isinstance(exc, aiohttp.ClientHttpProxyError):  # a CONNECT answered other than 2xx
         return proxy_refused(route, request, exc.status, exc.message)
     if isinstance(exc, aiohttp.ClientProxyConnectionError) and route is not None:

@@ -36,7 +36,7 @@ from ..errors import (
     ResponseTooLargeError,
     TransportError,
 )
-from ..redact import redact_request_headers, redact_text, redact_url
+from ..redact import SDK_REQUEST_HEADERS, redact_request_headers, redact_text, redact_url
 from ..types import Timeout as Timeout  # re-exported: the type of Request.timeout
 
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
@@ -104,6 +104,20 @@ class Response:
         return f"<Response {self.status} {len(self.content)} bytes>"
 
 
+def answer_of(result: object, who: str) -> Response:
+    """``result``, the answer of ``who`` (a ``MockTransport`` handler, a transport of
+    one's own), as the SDK reads it: a ``Response`` with an ``int`` status and a
+    ``bytes`` body, else a ``TypeError`` naming what is wrong before anything reads it."""
+    if not isinstance(result, Response):
+        raise TypeError(f"{who} must return a Response, got {type(result).__name__}")
+    status, content = result.status, result.content
+    if isinstance(status, bool) or not isinstance(status, int):
+        raise TypeError(f"{who} returned a Response whose status is a {type(status).__name__}")
+    if not isinstance(content, bytes | bytearray):
+        raise TypeError(f"{who} returned a Response whose content is a {type(content).__name__}")
+    return result
+
+
 def json_response(
     data: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
@@ -149,6 +163,39 @@ class StreamingTransport(Transport, Protocol):
         ...
 
 
+# ------------------------------------------------------------------ settings
+
+
+def check_size(max_body_size: object) -> None:
+    """``max_body_size``, as every transport checks it when made: an int, positive."""
+    if isinstance(max_body_size, bool) or not isinstance(max_body_size, int):
+        kind = type(max_body_size).__name__
+        raise TypeError(f"max_body_size must be an int (bytes), got {kind}")
+    if max_body_size <= 0:
+        raise ValueError("max_body_size must be positive")
+
+
+def check_settings(
+    max_body_size: object, keepalive_timeout: object, trust_env: object, **limits: object
+) -> None:
+    """The settings both real transports take, checked when one is made (``limits``: its
+    counts of connections, 0 for none): a wrong type is a ``TypeError``, a wrong value a
+    ``ValueError``, each naming the setting, before anything is sent."""
+    check_size(max_body_size)
+    for name, value in limits.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if value < 0:
+            raise ValueError(f"{name} must be 0 (no limit) or more")
+    if isinstance(keepalive_timeout, bool) or not isinstance(keepalive_timeout, int | float):
+        kind = type(keepalive_timeout).__name__
+        raise TypeError(f"keepalive_timeout must be a number of seconds, got {kind}")
+    if not keepalive_timeout >= 0:
+        raise ValueError("keepalive_timeout must be 0 or more seconds")
+    if not isinstance(trust_env, bool):
+        raise TypeError(f"trust_env must be a bool, got {type(trust_env).__name__}")
+
+
 # ------------------------------------------------------------------ the body cap
 
 
@@ -158,18 +205,19 @@ def declared_length(headers: Mapping[str, str]) -> int | None:
 
     With a Content-Encoding other than ``identity``, the transport hands over the
     decoded body and Content-Length is the encoded size: it says nothing about the bytes
-    read. A value that is no count (a transport of your own need not parse it, as
-    aiohttp's and httpx's do) says nothing either. (aiohttp's names are ``istr``,
-    looked up without lowering a string.)
+    read. A value that is no count, ASCII digits only (a transport of your own need not
+    parse it, as aiohttp's and httpx's do; ``int()`` also reads ``1_0``, ``+1`` and
+    other scripts' digits), says nothing either. (aiohttp's names are ``istr``, looked up
+    without lowering a string.)
     """
     encoding = headers.get(hdrs.CONTENT_ENCODING)
     if encoding is not None and encoding.strip().lower() != "identity":
         return None
-    try:
-        length = int(headers[hdrs.CONTENT_LENGTH])
-    except (KeyError, ValueError):
+    value = headers.get(hdrs.CONTENT_LENGTH)
+    if value is None:
         return None
-    return length if length >= 0 else None
+    value = str(value).strip()  # an int, from a transport of your own, is a count too
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 async def capped_chunks(
@@ -228,7 +276,12 @@ class CappedStream:
         self.request = request
 
     def iter_chunks(self, chunk_size: int, *, capped: bool = True) -> AsyncIterator[bytes]:
-        """The body in chunks of at most ``chunk_size`` bytes (see ``StreamResponse``)."""
+        """The body in chunks of at most ``chunk_size`` bytes (see ``StreamResponse``): a
+        positive int, else ``TypeError`` or ``ValueError`` before anything is read."""
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+            raise TypeError(f"chunk_size must be an int, got {type(chunk_size).__name__}")
+        if chunk_size <= 0:
+            raise ValueError("chunk_size must be positive")
         limit = self.limit if capped else None
         return capped_chunks(self.headers, self.read(chunk_size), limit, self.request)
 
@@ -255,6 +308,27 @@ def check_headers(request: Request) -> None:
         bad = header_problem(headers)
         if bad is not None:
             raise header_refused(request, bad)
+
+
+TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""An HTTP token (RFC 9110): what a method or a header name must be to be written."""
+
+
+def unsendable(request: Request) -> LocalProtocolError | None:
+    """The error of a request no transport sends, which the HTTP library refused: a URL
+    that is not an absolute ``http://`` or ``https://`` one with a host, or a method that
+    is no token (None: neither). Asked only once a send failed, so a good request pays
+    nothing for it."""
+    url = request.url
+    if not (url.scheme in ("http", "https") and url.host):
+        why = "the URL is not an absolute http:// or https:// one with a host"
+    elif not isinstance(request.method, str) or TOKEN.fullmatch(request.method) is None:
+        why = f"the method {request.method!r:.40} is not an HTTP method name"
+    else:
+        return None
+    return LocalProtocolError(
+        f"{where(request)} was refused before sending: {why}", request=request
+    )
 
 
 def header_refused(request: Request, header: str) -> LocalProtocolError:
@@ -298,17 +372,31 @@ def cannot_connect(request: Request, reason: str) -> ConnectError:
 def connection_lost(request: Request, detail: BaseException | str) -> ConnectionLostError:
     """The error of a request whose connection failed once open (``detail``: why)."""
     return ConnectionLostError(
-        f"connection lost during {where(request)}: {_detail(detail)}", request=request
+        f"connection lost during {where(request)}: {_detail(detail, request)}", request=request
     )
 
 
 def failed(request: Request, exc: BaseException) -> TransportError:
     """The error of a request that failed in a way no other error names."""
-    return TransportError(f"{where(request)} failed: {_detail(exc)}", request=request)
+    return TransportError(f"{where(request)} failed: {_detail(exc, request)}", request=request)
 
 
-def _detail(exc: BaseException | str) -> str:
-    return exc if isinstance(exc, str) else redact_text(f"{type(exc).__name__}: {exc}")
+def _detail(exc: BaseException | str, request: Request) -> str:
+    if isinstance(exc, str):
+        return exc
+    return redact_text(f"{type(exc).__name__}: {exc}", secrets_of(request))
+
+
+def secrets_of(request: Request) -> list[str]:
+    """What of ``request`` a library's message may quote back, the server's line it could
+    not parse echoing it: each header value ``redact_request_headers`` hides (and the
+    credential past its scheme, ``Bearer``), and the query's values (a signed URL's)."""
+    found: list[str] = []
+    for name, value in request.headers.items():
+        if isinstance(value, str) and name.lower() not in SDK_REQUEST_HEADERS:
+            found += [value, value.partition(" ")[2]]
+    found += request.url.query.values()
+    return found
 
 
 CONNECT_REASONS = {

@@ -30,7 +30,15 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from ..errors import TransportError
-from .base import Request, Response, StreamingTransport, StreamResponse, Transport, timed_out
+from .base import (
+    Request,
+    Response,
+    StreamingTransport,
+    StreamResponse,
+    Transport,
+    answer_of,
+    timed_out,
+)
 from .proxy import Route
 
 __all__ = ["Cut", "CutOff", "Cutoffs", "cut_off", "raised_instead"]
@@ -164,6 +172,7 @@ class CutOff:
     def __init__(self, transport: Transport) -> None:
         self.inner = transport
         self._cutoffs = Cutoffs()
+        self._who = f"{type(transport).__name__}.send"
 
     def __repr__(self) -> str:
         return f"<CutOff {self.inner!r}>"
@@ -171,8 +180,8 @@ class CutOff:
     async def send(self, request: Request) -> Response:
         """``inner.send(request)``, cut off at ``request.timeout.total``."""
         total = None if request.timeout is None else request.timeout.total
-        if not total:
-            return await self.inner.send(request)
+        if total is None:  # no limit (0 is none at all: cut at once, as the SDK's are)
+            return answer_of(await self.inner.send(request), self._who)
         cut = self._cutoffs.arm(total)
         try:
             response = await self.inner.send(request)
@@ -181,7 +190,7 @@ class CutOff:
                 raise
             raise timed_out(request, total) from None
         self._cutoffs.disarm(cut)
-        return response
+        return answer_of(response, self._who)
 
     async def aclose(self) -> None:
         """Close the inner transport."""
@@ -197,7 +206,7 @@ class _StreamingCutOff(CutOff):
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:
         """``inner.stream(request)``, cut off at ``request.timeout.total``."""
         total = None if request.timeout is None else request.timeout.total
-        cut = self._cutoffs.arm(total) if total else None
+        cut = None if total is None else self._cutoffs.arm(total)
         try:
             async with self.inner.stream(request) as stream:
                 yield stream

@@ -35,11 +35,12 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from ..errors import TransportError
+from ..errors import LocalProtocolError, TransportError
 from ..redact import redact_text
 from ..types import Timeout
 from .base import (
     DEFAULT_MAX_BODY,
+    TOKEN,
     CappedStream,
     Request,
     Response,
@@ -47,12 +48,15 @@ from .base import (
     cannot_connect,
     capped_chunks,
     check_headers,
+    check_settings,
     connect_reason,
     connect_timeout,
     connection_lost,
     failed,
     timed_out,
     tls_failure,
+    unsendable,
+    where,
 )
 from .cutoff import Cutoffs, raised_instead
 from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
@@ -103,8 +107,7 @@ class HttpxTransport:
         proxy: str | yarl.URL | None = None,
         trust_env: bool = True,
     ) -> None:
-        if max_body_size <= 0:
-            raise ValueError("max_body_size must be positive")
+        check_settings(max_body_size, keepalive_timeout, trust_env, limit=limit)
         if http2:
             _require_h2()
         self.http2 = http2
@@ -179,7 +182,7 @@ class HttpxTransport:
         check_headers(request)
         route = self._route(request)
         pool = self._pool(route, loop)
-        headers = [(k.encode("latin-1"), v.encode()) for k, v in request.headers.items()]
+        headers = _outgoing(request)
         if "Accept-Encoding" not in request.headers:
             headers.append(_ACCEPT_ENCODING)  # what it decodes, as aiohttp asks by itself
         outgoing = httpx.Request(
@@ -228,6 +231,24 @@ class HttpxTransport:
             return  # their loop is gone, and their sockets with it
         for pool in pools.values():
             await pool.aclose()
+
+
+def _outgoing(request: Request) -> list[tuple[bytes, bytes]]:
+    """``request``'s headers as h11 writes them, the bytes aiohttp would send: UTF-8,
+    each value without the whitespace around it (no part of it, RFC 9110 5.5; aiohttp
+    sends it and the server drops it, h11 refuses it). A name that is no token, which h11
+    refuses too, is refused here, before a connection opens, as ``LocalProtocolError``
+    naming it (h11's refusal quotes the value, and read as a lost connection)."""
+    headers = []
+    for name, value in request.headers.items():
+        if TOKEN.fullmatch(name) is None:
+            raise LocalProtocolError(
+                f"{where(request)} was refused before sending: header {name!r:.60} is not"
+                " an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
+                request=request,
+            )
+        headers.append((name.encode(), value.strip(" \t").encode()))
+    return headers
 
 
 def _require_h2() -> None:
@@ -281,37 +302,53 @@ async def _decoded(resp: httpx.Response, request: Request) -> AsyncIterator[byte
     async for chunk in resp.aiter_raw():
         for piece in inflater.feed(chunk):
             yield piece
+    inflater.finish()
 
 
 class _Inflater:
-    """gzip or deflate (zlib-wrapped, or raw as some servers send it), step by step."""
+    """gzip or deflate (zlib-wrapped, or raw as some servers send it), step by step, as
+    aiohttp's decoder reads them: a stream's end starts the next member (gzip(1)
+    concatenates them); bytes after the end that are no member, or a deflate body that
+    stops short of its end, are a body that cannot be decoded."""
 
-    __slots__ = ("_encoding", "_obj", "_request", "_started")
+    __slots__ = ("_encoding", "_obj", "_request", "_started", "_wbits")
 
     def __init__(self, encoding: str, request: Request) -> None:
         self._encoding = encoding
         self._request = request
-        self._obj = zlib.decompressobj(_WBITS[encoding])
+        self._wbits = _WBITS[encoding]
+        self._obj = zlib.decompressobj(self._wbits)
         self._started = False
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         """Decompress ``data``, yielding at most ``_PIECE`` bytes at a time."""
         while True:
+            if data and self._obj.eof:  # a member ended; these bytes are the next one
+                self._obj = zlib.decompressobj(self._wbits)
             try:
                 piece = self._obj.decompress(data, _PIECE)
             except zlib.error:
                 if self._started or self._encoding != "deflate":
-                    why = f"the {self._encoding} body cannot be decoded"
-                    raise connection_lost(self._request, why) from None
-                self._obj = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate
+                    raise self._broken() from None
+                self._wbits = -zlib.MAX_WBITS  # raw deflate
+                self._obj = zlib.decompressobj(self._wbits)
                 self._started = True
                 continue
             self._started = True
             if piece:
                 yield piece
-            data = self._obj.unconsumed_tail
+            data = self._obj.unused_data if self._obj.eof else self._obj.unconsumed_tail
             if not data and len(piece) < _PIECE:
                 return
+
+    def finish(self) -> None:
+        """At the body's end: a deflate body must have reached its own (aiohttp's rule;
+        a gzip one cut short of its trailer passes, in both)."""
+        if self._encoding == "deflate" and self._started and not self._obj.eof:
+            raise self._broken()
+
+    def _broken(self) -> TransportError:
+        return connection_lost(self._request, f"the {self._encoding} body cannot be decoded")
 
 
 # ------------------------------------------------------------------ errors
@@ -319,6 +356,9 @@ class _Inflater:
 
 def _wrap_error(exc: BaseException, request: Request, route: Route | None) -> TransportError:
     """Turn an httpx/OS error into the same error ``AiohttpTransport`` raises."""
+    refused = unsendable(request)
+    if refused is not None:
+        return refused
     if isinstance(exc, httpx.ProxyError):
         status, reason = _proxy_answer(str(exc))
         return proxy_refused(route, request, status, reason)
@@ -340,7 +380,7 @@ def _wrap_error(exc: BaseException, request: Request, route: Route | None) -> Tr
 def _proxy_answer(message: str) -> tuple[int, str]:
     """The status and reason of a refused ``CONNECT`` from httpcore's "407 Reason"."""
     code, _, reason = message.partition(" ")
-    return (int(code), reason) if code.isdigit() else (502, message)
+    return (int(code), reason) if code.isascii() and code.isdigit() else (502, message)
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:

@@ -16,8 +16,10 @@ from .base import (
     Request,
     Response,
     StreamResponse,
+    answer_of,
     capped_body,
     check_headers,
+    check_size,
 )
 
 __all__ = ["Handler", "MockTransport"]
@@ -34,8 +36,7 @@ class MockTransport:
     """
 
     def __init__(self, handler: Handler, *, max_body_size: int = DEFAULT_MAX_BODY) -> None:
-        if max_body_size <= 0:
-            raise ValueError("max_body_size must be positive")
+        check_size(max_body_size)
         self.max_body_size = max_body_size
         self.handler = handler
         self.requests: list[Request] = []
@@ -58,8 +59,8 @@ class MockTransport:
         result = self.handler(request)
         if inspect.isawaitable(result):
             result = await result
-        assert isinstance(result, Response), "MockTransport handler must return a Response"
-        return result if result.request is not None else attrs.evolve(result, request=request)
+        answer = answer_of(result, "MockTransport handler")
+        return answer if answer.request is not None else attrs.evolve(answer, request=request)
 
     @asynccontextmanager
     async def stream(self, request: Request) -> AsyncIterator[StreamResponse]:

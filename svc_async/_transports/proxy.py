@@ -37,7 +37,7 @@ import yarl
 
 from ..errors import ProxyError
 from ..redact import redact_text, redact_url
-from .base import Request, where
+from .base import Request, secrets_of, where
 
 __all__ = ["Proxies", "Route", "bypassed", "proxy_refused", "proxy_unreachable"]
 
@@ -48,16 +48,19 @@ SCHEMES = frozenset({"http", "https"})
 
 
 class Route:
-    """One proxy: its URL without credentials, the header carrying them, how it shows."""
+    """One proxy: its URL without credentials, the header carrying them, how it shows,
+    and the ``secrets`` no message of its may hold (a proxy may echo them back)."""
 
-    __slots__ = ("headers", "shown", "url")
+    __slots__ = ("headers", "secrets", "shown", "url")
 
     def __init__(self, url: yarl.URL) -> None:
         self.url = url.with_user(None).with_query(None).with_fragment(None)
         self.headers: dict[str, str] | None = None
+        self.secrets: tuple[str, ...] = ()
         if url.user is not None:
-            pair = f"{url.user}:{url.password or ''}".encode()
-            self.headers = {"Proxy-Authorization": "Basic " + base64.b64encode(pair).decode()}
+            token = base64.b64encode(f"{url.user}:{url.password or ''}".encode()).decode()
+            self.headers = {"Proxy-Authorization": "Basic " + token}
+            self.secrets = (token, url.password or "", url.raw_password or "")
         self.shown = redact_url(self.url)
 
     def __repr__(self) -> str:
@@ -65,7 +68,10 @@ class Route:
 
 
 def proxy_url(value: str | yarl.URL, where: str = "proxy") -> yarl.URL:
-    """``value`` as a proxy URL (``http`` when it names no scheme); else ``ValueError``."""
+    """``value`` as a proxy URL (``http`` when it names no scheme); else ``ValueError``
+    (``TypeError`` for neither a str nor a ``yarl.URL``)."""
+    if not isinstance(value, str | yarl.URL):
+        raise TypeError(f"{where} must be a str or a yarl.URL, got {type(value).__name__}")
     text = str(value).strip()
     if text and "://" not in text:
         text = "http://" + text
@@ -177,7 +183,8 @@ def proxy_refused(
         phrase = reason or HTTPStatus(status).phrase
     except ValueError:
         phrase = ""
-    phrase = " ".join(redact_text(phrase).split())[:80]
+    secrets = [*(route.secrets if route is not None else ()), *secrets_of(request)]
+    phrase = " ".join(redact_text(phrase, secrets).split())[:80]
     shown = route.shown if route is not None else "the proxy"
     verb = "refused" if status < 500 else "could not pass on"
     return ProxyError(

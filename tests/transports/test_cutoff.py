@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import yarl
 
-from svc_async import AiohttpTransport, Request, RequestTimeout, Timeout
+from svc_async import (
+    AiohttpTransport,
+    Client,
+    MockTransport,
+    Request,
+    RequestTimeout,
+    Response,
+    RetryPolicy,
+    Timeout,
+)
 from svc_async._transports.cutoff import Cutoffs
 
 from ..conftest import serve_app
@@ -277,3 +287,32 @@ async def test_a_body_that_drips_is_cut_at_the_total_after_its_headers_came() ->
             await transport.send(_get(base, "/drip", 0.3))
         assert 0.3 <= _now() - start < 2.0  # not the body's 4 s
         assert len(transport._cutoffs) == 0
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["send", "stream"])
+async def test_a_zero_total_cuts_a_transport_of_ones_own_at_once(stream: bool) -> None:
+    """``Timeout(total=0)`` is no time at all, as the SDK's transports and the fake read
+    it, not "no limit" (None is that): a transport of one's own is cut at once too."""
+
+    async def handler(request: Request) -> Response:
+        await asyncio.sleep(5)
+        return Response(200, {"Content-Type": "application/json"}, b"{}")
+
+    transport = MockTransport(handler)
+    limits = Timeout(total=0, connect=None)
+    async with Client(
+        "https://api.example",
+        token="t",
+        transport=transport,
+        timeout=None,
+        attempt_timeout=limits,
+        retry=RetryPolicy(attempts=1),
+    ) as svc:
+        async with asyncio.timeout(2):  # a hang fails the test, not CI
+            with pytest.raises(RequestTimeout):
+                if stream:
+                    await svc.download(
+                        "https://files.example/a", io.BytesIO(), attempt_timeout=limits
+                    )
+                else:
+                    await svc.request("GET", "/x")

@@ -279,11 +279,14 @@ async def test_download_redirect_to_a_garbage_location_is_an_svc_error(tmp_path:
             await svc.download("http://storage.example/x", tmp_path / "x")
 
 
-@pytest.mark.parametrize("length", ["abc", "-5", "", "1e3"])
+@pytest.mark.parametrize(
+    "length", ["abc", "-5", "", "1e3", "1_0", "\u0661\u0660", "\uff11\uff10", "+10"]
+)
 async def test_a_content_length_that_is_no_count_says_nothing(length: str, tmp_path: Path) -> None:
     """A transport of one's own need not parse Content-Length as aiohttp's does: a value
     that is no count neither fails the call (it used to raise a bare ``ValueError`` from
-    the body cap) nor sizes a download's progress."""
+    the body cap) nor sizes a download's progress; nor does one that ``int()`` reads but
+    HTTP does not (``1_0``, Arabic-Indic or full-width digits, a sign), which sized it."""
     entries = b"[]"
     headers = {"Content-Type": "application/json", "Content-Length": length}
     transport = MockTransport(lambda request: Response(200, headers, entries))

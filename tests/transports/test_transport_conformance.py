@@ -11,6 +11,7 @@ with a certificate made here).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import datetime as dt
 import gzip
@@ -23,6 +24,7 @@ import sys
 import threading
 import time
 import tracemalloc
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,11 +38,14 @@ from svc_async import (
     Client,
     ConnectError,
     ConnectionLostError,
+    HeaderAuth,
     HttpxTransport,
     LocalProtocolError,
+    MockTransport,
     ProxyError,
     Request,
     RequestTimeout,
+    Response,
     ResponseTooLargeError,
     RetryPolicy,
     Timeout,
@@ -418,6 +423,111 @@ async def test_a_connection_that_breaks_is_connection_lost(kind: str, answer: by
     assert "s3cret" not in str(caught.value)
 
 
+ECHOES = {
+    "header line": b"HTTP/1.1 200 OK\r\nX-Echo %s\r\nContent-Length: 0\r\n\r\n",
+    "header value": b"HTTP/1.1 200 OK\r\nX-Echo: %s\x00\r\nContent-Length: 0\r\n\r\n",
+    "status line": b"HTTP/1.1 2%s OK\r\nContent-Length: 0\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("echoed", ["key", "token", "signature"])
+@pytest.mark.parametrize("where", list(ECHOES))
+async def test_a_server_echoing_a_secret_in_a_line_it_garbles_never_shows_it(
+    kind: str, where: str, echoed: str
+) -> None:
+    """The HTTP libraries quote the line they cannot parse: a server (or middlebox) that
+    echoes the request's API key, bearer token or signed URL's signature in one had it in
+    the ``ConnectionLostError``."""
+    secret = {"key": "s3cret-key", "token": "s3cret-token", "signature": "s3cret-sig"}[echoed]
+    async with raw_server(ECHOES[where] % secret.encode()) as (port, _), opened(kind) as transport:
+        headers = {"X-Api-Key": "s3cret-key", "Authorization": "Bearer s3cret-token"}
+        url = yarl.URL(f"http://127.0.0.1:{port}/x?X-Amz-Signature=s3cret-sig")
+        with pytest.raises(ConnectionLostError) as caught:
+            await transport.send(Request("GET", url, headers, None, Timeout(total=5)))
+    assert "connection lost" in str(caught.value)
+    assert "s3cret" not in str(caught.value) and "s3cret" not in repr(caught.value)
+
+
+PLAIN = b'{"a": 1}' * 100
+
+
+def _encoded(encoding: str, body: bytes) -> bytes:
+    """``body`` sent with ``encoding`` and its exact Content-Length."""
+    head = f"HTTP/1.1 200 OK\r\nContent-Encoding: {encoding}\r\nContent-Length: {len(body)}"
+    return head.encode() + b"\r\n\r\n" + body
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["send", "stream"])
+@pytest.mark.parametrize("members", [2, 3])
+async def test_a_gzip_body_of_several_members_is_decoded_whole(
+    kind: str, members: int, stream: bool
+) -> None:
+    """gzip(1) concatenates members, and a body may be several (RFC 1952, 2.2): httpx's
+    decoder stopped after the first, silently dropping the rest."""
+    answer = _encoded("gzip", gzip.compress(PLAIN) * members)
+    async with raw_server(answer) as (port, _), opened(kind) as transport:
+        request = get(f"http://127.0.0.1:{port}/")
+        if stream:
+            async with transport.stream(request) as response:
+                body = b"".join([chunk async for chunk in response.iter_chunks(1000)])
+        else:
+            body = (await transport.send(request)).content
+    assert body == PLAIN * members
+
+
+@pytest.mark.parametrize(
+    "body",
+    [gzip.compress(PLAIN) + b"junk", zlib.compress(PLAIN)[:-3]],
+    ids=["gzip with bytes after its end", "deflate cut short"],
+)
+async def test_a_body_its_encoding_does_not_end_well_is_connection_lost(
+    kind: str, body: bytes
+) -> None:
+    """aiohttp refuses bytes after a gzip body's end and a deflate body that stops short
+    of its end; httpx's decoder passed both on as if whole."""
+    encoding = "gzip" if body[:2] == b"\x1f\x8b" else "deflate"
+    async with raw_server(_encoded(encoding, body)) as (port, _), opened(kind) as transport:
+        with pytest.raises(ConnectionLostError) as caught:
+            await transport.send(get(f"http://127.0.0.1:{port}/x"))
+    assert str(caught.value).startswith(f"connection lost during GET http://127.0.0.1:{port}/x")
+
+
+@pytest.mark.parametrize("url", ["/relative", "ftp://127.0.0.1:1/x", "http:///x", "x:y"])
+async def test_a_url_no_transport_can_send_is_refused_before_sending(kind: str, url: str) -> None:
+    """A URL that is no absolute http(s) one is the caller's error, the same from both:
+    it was a ``ConnectionLostError`` (retried, "maybe sent"), or a bare ``ValueError``
+    from the error's own wording (a URL without a host has no origin)."""
+    async with opened(kind) as transport:
+        with pytest.raises(LocalProtocolError) as caught:
+            await transport.send(Request("GET", yarl.URL(url), {}))
+    assert caught.value.maybe_sent is False
+    assert "was refused before sending: the URL is not an absolute http:// or https://" in str(
+        caught.value
+    )
+
+
+@pytest.mark.parametrize("method", ["G\u00e9T", "GE T", "GET\r\nX-Evil: 1"], ids=repr)
+async def test_a_method_that_is_no_token_is_refused_before_sending(kind: str, method: str) -> None:
+    """The client's own check lets a non-ASCII letter pass (``GéT``); aiohttp and httpx
+    refuse it, which came back as a bare ``TransportError`` that "may have been sent"
+    (or, from httpx, a ``ConnectionLostError``)."""
+    connections: list[asyncio.StreamWriter] = []
+    server = await asyncio.start_server(lambda _, w: connections.append(w), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with opened(kind) as transport:
+            request = Request(method, yarl.URL(f"http://127.0.0.1:{port}/x"), {})
+            with pytest.raises(LocalProtocolError) as caught:
+                await transport.send(request)
+    finally:
+        for writer in connections:  # h11 refuses the method once a connection is open
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    assert caught.value.maybe_sent is False
+    assert "was refused before sending: the method" in str(caught.value)
+
+
 async def test_a_header_that_cannot_be_sent_is_refused_before_sending(kind: str) -> None:
     connections: list[asyncio.StreamWriter] = []
     server = await asyncio.start_server(lambda _, w: connections.append(w), "127.0.0.1", 0)
@@ -434,6 +544,43 @@ async def test_a_header_that_cannot_be_sent_is_refused_before_sending(kind: str)
         server.close()
         await server.wait_closed()
     assert connections == []  # refused before a connection was even opened
+
+
+OK_JSON = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+
+@pytest.mark.parametrize("value", ["s3cret-key ", " s3cret-key", "s3cret-key\t"], ids=repr)
+async def test_a_value_with_whitespace_around_it_is_sent_by_both(kind: str, value: str) -> None:
+    """Whitespace around a value is no part of it (RFC 9110, 5.5): aiohttp sends it and
+    the server drops it; httpx's h11 refuses to write it, which came back as a
+    ``ConnectionLostError`` quoting the value (an API key), retried, though nothing was
+    sent. Both send the value now, and the server reads the same one."""
+    policy = RetryPolicy(attempts=3, wait_initial=0.001, wait_max=0.002)
+    async with raw_server(OK_JSON) as (port, heads):
+        transport = make(kind)
+        auth = HeaderAuth("X-Api-Key", value)
+        async with Client(f"http://127.0.0.1:{port}", auth=auth, transport=transport) as svc:
+            assert await svc.request("GET", "/x", retry=policy) == {}
+    assert len(heads) == 1
+    sent = [line for line in heads[0].split(b"\r\n") if line.lower().startswith(b"x-api-key:")]
+    assert [line.split(b":", 1)[1].strip() for line in sent] == [b"s3cret-key"]
+
+
+@pytest.mark.parametrize("name", ["X y", "X:y", "", "X-\u015c"], ids=repr)
+async def test_httpx_refuses_a_name_it_cannot_write_before_sending(name: str) -> None:
+    """A name h11 will not write (no HTTP token) is refused as ``LocalProtocolError``,
+    never sent, naming no value; it was a ``ConnectionLostError`` (or a bare
+    ``TransportError`` for a name outside latin-1) that might have been sent."""
+    async with raw_server(OK_JSON) as (port, heads), opened("httpx") as transport:
+        headers = {name: "v", "X-Api-Key": "s3cret-key "}
+        request = Request("GET", yarl.URL(f"http://127.0.0.1:{port}/"), headers)
+        with pytest.raises(LocalProtocolError) as caught:
+            await transport.send(request)
+    assert caught.value.maybe_sent is False
+    assert str(caught.value).startswith(f"GET http://127.0.0.1:{port}/ was refused before sending")
+    assert repr(name)[:60] in str(caught.value)
+    assert "s3cret" not in str(caught.value) and "s3cret" not in repr(caught.value)
+    assert heads == []
 
 
 async def test_after_aclose_nothing_is_sent(kind: str, service: tuple[str, dict[str, int]]) -> None:
@@ -773,6 +920,28 @@ async def test_a_refusing_proxy_is_never_retried_one_that_cannot_reach_the_servi
     assert all(head.startswith(method) for head in heads)
 
 
+_TOKEN = base64.b64encode(":".join(PROXY_USER).encode()).decode()
+
+
+@pytest.mark.parametrize("echo", [PROXY_USER[1], f"Basic {_TOKEN}"], ids=["password", "token"])
+@pytest.mark.parametrize(("status", "scheme"), [(407, "http"), (407, "https"), (403, "https")])
+async def test_a_proxy_echoing_its_credentials_back_never_shows_them(
+    kind: str, echo: str, status: int, scheme: str
+) -> None:
+    """A refusal's reason phrase is the proxy's text: one quoting the credentials it was
+    given (the password, or its ``Proxy-Authorization`` value) had them in the message."""
+    answer = f"HTTP/1.1 {status} bad credentials {echo}\r\nContent-Length: 0\r\n\r\n"
+    async with raw_server(answer.encode()) as (port, _):
+        proxy = f"http://{':'.join(PROXY_USER)}@127.0.0.1:{port}"
+        transport = make(kind, proxy=proxy)
+        async with Client(f"{scheme}://svc.invalid", token="t", transport=transport) as svc:
+            with pytest.raises(ProxyError) as caught:
+                await svc.request("GET", "/x", retry=RetryPolicy(attempts=1))
+    shown = str(caught.value) + repr(caught.value)
+    assert f"HTTP {status} bad credentials" in shown
+    assert PROXY_USER[1] not in shown and _TOKEN not in shown
+
+
 async def test_a_proxy_that_cannot_be_reached_says_so_and_is_retried(
     kind: str, no_backoff: None
 ) -> None:
@@ -913,3 +1082,30 @@ def test_no_proxy_follows_the_standard_library_s_rule(
     if no_proxy and "*" not in no_proxy:  # urllib takes "*" only alone
         by_urllib = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
         assert bool(by_urllib(f"{host}:{port}", {"no": no_proxy})) is expected
+
+
+@pytest.mark.parametrize(
+    ("size", "error"), [(0, ValueError), (-1, ValueError), (2.5, TypeError), (True, TypeError)]
+)
+async def test_a_chunk_size_that_is_no_positive_int_is_refused(
+    kind: str, size: Any, error: type[Exception]
+) -> None:
+    """``iter_chunks(0)`` gave aiohttp's body as empty and ``iter_chunks(-1)`` httpx's and
+    the mock's: a body lost without a word. Each refuses it now, the same way."""
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+    mock = MockTransport(lambda request: Response(200, content=b"hello"))
+    async with raw_server(answer) as (port, _), opened(kind) as transport:
+        for each in (transport, mock):
+            async with each.stream(get(f"http://127.0.0.1:{port}/")) as response:
+                with pytest.raises(error, match="chunk_size"):
+                    response.iter_chunks(size)
+
+
+@pytest.mark.parametrize(("message", "status"), [("407 Auth", 407), ("\u00b2 x", 502), ("x", 502)])
+def test_httpx_s_proxy_refusal_reads_only_ascii_digits_as_its_status(
+    message: str, status: int
+) -> None:
+    """A superscript digit passes ``isdigit()`` and fails ``int()``: a bare ValueError."""
+    from svc_async._transports.httpx import _proxy_answer
+
+    assert _proxy_answer(message)[0] == status
