@@ -126,6 +126,8 @@ def _attempt(value: AttemptTimeoutArg, what: str = "attempt_timeout") -> Timeout
     if value is None:
         return _NO_LIMIT
     if isinstance(value, Timeout):
+        for part in ("total", "connect", "read"):  # each positive seconds, or None
+            _seconds(getattr(value, part), f"{what}.{part}")
         return value
     seconds = _seconds(value, what)
     assert seconds is not None
