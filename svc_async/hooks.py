@@ -31,7 +31,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from ._transports.base import Request, Response
 from .clock import Clock, wait_tasks
 from .errors import SvcError
-from .redact import REDACTED, is_sensitive_header, redact_url
+from .redact import REDACTED, echoed_forms, is_sensitive_header, redact_url
 
 __all__ = ["HOOK_NAMES", "EventHooks", "RetryEvent"]
 
@@ -162,9 +162,9 @@ def redacted_request(request: Request, secrets: tuple[str, ...]) -> Request:
 def redacted_response(response: Response, secrets: tuple[str, ...]) -> Response:
     """``response`` as a hook sees it: headers redacted, secrets out of its body."""
     content = response.content
-    for secret in secrets:
-        if secret and secret.encode() in content:
-            content = content.replace(secret.encode(), REDACTED.encode())
+    for form in (form.encode() for secret in secrets if secret for form in echoed_forms(secret)):
+        if form in content:
+            content = content.replace(form, REDACTED.encode())
     request = response.request
     return Response(
         response.status,
