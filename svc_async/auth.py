@@ -156,27 +156,24 @@ class ApiKeyAuth:
         return self._header[1]
 
     async def flow(self, rejected: Mapping[str, str] | None = None) -> AuthFlow:
-        """Log in when there is no token; after a 401, refresh (or log in again) unless
-        another caller already did since ``rejected``. One flow at a time: concurrent
-        callers share one login or renewal."""
+        """Log in when there is no token (never logged in, or a renewal that failed or
+        was cancelled); after a 401, refresh (or log in again) unless another caller
+        already did since ``rejected``. One flow at a time: concurrent callers share one
+        login or renewal."""
         async with self._lock:
-            if rejected is None:
-                if self._access is None:
-                    self._store((yield self._login_request()))
-                    self.logins += 1
-                return
-            if rejected.get("Authorization") != f"Bearer {self._access}":
-                return  # renewed meanwhile (or never sent): replay with what there is now
-            if self._refresh is not None:
-                try:
-                    self._store(
-                        (yield AccountRequest(REFRESH_PATH, {"refreshToken": self._refresh}))
-                    )
-                    self.refreshes += 1
-                    return
-                except (AuthenticationError, APIError, ResponseDecodeError):
-                    pass  # the refresh token is refused: log in again
-            self._access = self._refresh = None
+            if self._access is not None:
+                if rejected is None or rejected.get("Authorization") != f"Bearer {self._access}":
+                    return  # renewed meanwhile (or never sent): replay with what there is now
+                if self._refresh is not None:
+                    try:
+                        self._store(
+                            (yield AccountRequest(REFRESH_PATH, {"refreshToken": self._refresh}))
+                        )
+                        self.refreshes += 1
+                        return
+                    except (AuthenticationError, APIError, ResponseDecodeError):
+                        pass  # the refresh token is refused: log in again
+                self._access = self._refresh = None
             self._store((yield self._login_request()))
             self.logins += 1
 
