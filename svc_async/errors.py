@@ -220,7 +220,7 @@ class APIError(SvcError):
                 self.issues = _parse_issues(msg)
             elif isinstance(msg, list):
                 self.issues = _issues_from_list(msg)
-                self.message = "; ".join(i.message or "" for i in self.issues) or None
+                self.message = "; ".join(i.message for i in self.issues if i.message) or None
         super().__init__(self._describe())
 
     def _describe(self) -> str:
