@@ -392,13 +392,13 @@ def _plain_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """Response ``headers`` as a dict of str (a repeated header joined, as HTTP combines
     it), credentials and the query values of a link hidden."""
     plain: dict[str, str] = {}
-    for key, item in headers.items():
-        name = str(key)
+    for key, value in headers.items():
+        name, item = str(key), str(value)  # a transport of your own may hand other types
         if is_sensitive_header(name):
             item = REDACTED
         elif name.lower() in _LINK_HEADERS and "?" in item:
             item = redact_url(item)
-        plain[name] = f"{plain[name]}, {item}" if name in plain else str(item)
+        plain[name] = f"{plain[name]}, {item}" if name in plain else item
     return plain
 
 

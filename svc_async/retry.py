@@ -90,7 +90,7 @@ def read_wait(
     """
     if value is None:
         return None
-    value = value.strip()
+    value = str(value).strip()  # a transport of your own may hand a number
     if not value:
         return None
     try:
@@ -249,7 +249,7 @@ def parse_reset(
     if value is None:
         return None
     until = read_wait(value, now, date=date, dates=False)
-    if until is None or until > MAX_SERVER_WAIT or float(value) < 0:
+    if until is None or until > MAX_SERVER_WAIT or float(str(value)) < 0:
         return None  # garbage, NaN, infinite, absurd, or a negative number of seconds
     return max(0.0, until)  # an epoch time in the past is due now
 

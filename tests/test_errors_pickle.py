@@ -16,6 +16,7 @@ from svc_async import (
     MockTransport,
     NotFoundError,
     Request,
+    Response,
     RetryPolicy,
     SvcError,
     json_response,
@@ -97,3 +98,14 @@ def test_an_ambiguous_create_unpickles_with_its_tag_and_cause() -> None:
         back, _ = _round_trip(exc)
     assert isinstance(back, AmbiguousCreateError) and back.tag == "svc-async-create:ab"
     assert isinstance(back.__cause__, ConnectError)
+
+
+async def test_header_values_that_are_no_strings_pickle_as_text() -> None:
+    """A transport of your own may hand headers whose values are not ``str``: the error
+    still pickles, a link's query values still hidden."""
+    link = b"https://storage.example/f?X-Amz-Signature=abc123"
+    answer = Response(404, {"Location": link, "X-Count": 3}, b"")
+    error = await _failure(MockTransport(lambda request: answer))
+    back, data = _round_trip(error)
+    assert b"abc123" not in data
+    assert back.headers["X-Count"] == "3"  # type: ignore[attr-defined]

@@ -456,3 +456,15 @@ def test_statuses_must_be_a_collection_of_ints(bad: object) -> None:
 def test_a_retry_budget_takes_non_negative_ints(kwargs: dict[str, Any], error: type) -> None:
     with pytest.raises(error, match=next(iter(kwargs))):
         RetryBudget(**kwargs)
+
+
+@pytest.mark.parametrize("name", ["Retry-After", "x-ratelimit-reset"])
+async def test_a_wait_header_that_is_no_string_is_read_not_crashed_on(name: str) -> None:
+    """A transport of your own may hand a header's value as a number: it is read as its
+    text; what is no wait at all (bytes, here) is no usable wait. Never a bare error."""
+    for value, retry_after in ((2, 2.0), (b"2", None)):
+        handler = _Failing(100, status=429, headers={name: value})  # type: ignore[dict-item]
+        async with _client(handler, retry=RetryPolicy(attempts=1)) as svc:
+            with pytest.raises(RateLimitError) as info:
+                await svc.seasons.list()
+        assert info.value.retry_after == retry_after
