@@ -179,8 +179,9 @@ def _redacted_headers(
 ) -> CIMultiDictProxy[str]:
     shown: CIMultiDict[str] = CIMultiDict()
     for name, value in headers.items():
-        hidden = is_sensitive_header(name) or any(s and s in value for s in secrets)
-        shown.add(name, REDACTED if hidden else value)
+        text = str(value)  # a transport of your own may hand other types
+        hidden = is_sensitive_header(name) or any(s and s in text for s in secrets)
+        shown.add(name, REDACTED if hidden else text)
     return CIMultiDictProxy(shown)
 
 
