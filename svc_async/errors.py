@@ -416,17 +416,26 @@ def _redacted_request(request: Any) -> _Rebuild | None:
 
 
 def _without_link_secrets(value: Any) -> Any:
-    """A copy of a model (a job and what it holds) whose URLs keep no query values: a
-    job's links to files are signed, and their signature is a credential."""
+    """A copy of a model (a job and what it holds, the JSON keys it does not model too)
+    whose URLs keep no query values: a job's links to files are signed, and their
+    signature is a credential."""
     if isinstance(value, str):
         return redact_url(value) if "?" in value and "://" in value else value
     if isinstance(value, list):
         return [_without_link_secrets(item) for item in value]
+    if isinstance(value, dict):  # JSON the model keeps as it came (``extra``)
+        items = {key: _without_link_secrets(item) for key, item in value.items()}
+        if all(items[key] is item for key, item in value.items()):
+            return value
+        copy = type(value)(items)
+        for slot in getattr(type(value), "__slots__", ()):  # ``Extra.absent``
+            object.__setattr__(copy, slot, getattr(value, slot))
+        return copy
     if attrs.has(type(value)):
         changes = {}
         for field in attrs.fields(type(value)):
             item = getattr(value, field.name)
-            if field.init and (isinstance(item, str | list) or attrs.has(type(item))):
+            if field.init and (isinstance(item, str | list | dict) or attrs.has(type(item))):
                 changes[field.alias] = _without_link_secrets(item)
         return attrs.evolve(value, **changes)
     return value
