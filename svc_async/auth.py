@@ -14,6 +14,7 @@ concurrent callers when the service answers 401.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -134,7 +135,9 @@ class ApiKeyAuth:
         self._secret = secret
         self._access: str | None = None
         self._refresh: str | None = None
-        self._lock = asyncio.Lock()  # binds to a loop on first use, not here
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )  # one per event loop: a lock is bound to the loop it is first awaited in
         self._header: tuple[str | None, dict[str, str]] | None = None
         self.logins = 0
         self.refreshes = 0
@@ -160,7 +163,11 @@ class ApiKeyAuth:
         was cancelled); after a 401, refresh (or log in again) unless another caller
         already did since ``rejected``. One flow at a time: concurrent callers share one
         login or renewal."""
-        async with self._lock:
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            lock = self._locks[loop] = asyncio.Lock()
+        async with lock:
             if self._access is not None:
                 if rejected is None or rejected.get("Authorization") != f"Bearer {self._access}":
                     return  # renewed meanwhile (or never sent): replay with what there is now

@@ -197,3 +197,25 @@ async def test_a_cancelled_relogin_leaves_the_waiting_calls_to_log_in_again() ->
             await calls[0]
     assert logins == 3
     assert auth.headers() == {"Authorization": "Bearer access-3"}
+
+
+def test_concurrent_renewals_in_a_second_event_loop_share_one_login() -> None:
+    """A client is used again in a new event loop (a second ``asyncio.run``): calls that
+    meet an expired token together there share one renewal, as in the first loop,
+    instead of failing with "bound to a different event loop"."""
+    server = _Server()
+    svc = Client(
+        API,
+        auth=ApiKeyAuth("kid", "s3cret-value"),
+        account_url=ACCOUNT,
+        transport=MockTransport(server),
+    )
+
+    async def three_calls() -> list[Any]:
+        return await asyncio.gather(*(svc.seasons.list() for _ in range(3)))
+
+    assert asyncio.run(three_calls()) == [[]] * 3
+    server.expire_all()
+    assert asyncio.run(three_calls()) == [[]] * 3
+    assert (server.logins, server.refreshes) == (1, 1)
+    asyncio.run(svc.aclose())
