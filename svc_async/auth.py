@@ -107,6 +107,8 @@ class HeaderAuth(_StaticAuth):
     def __init__(self, name: str, value: str) -> None:
         if not isinstance(name, str) or not name or not isinstance(value, str):
             raise TypeError("HeaderAuth takes a header name and a string value")
+        if not value.strip():
+            raise ValueError("HeaderAuth value must be a non-empty string")
         _validate.header_name(name, "HeaderAuth name")
         _validate.header_value(value, "HeaderAuth value")
         self._name = name

@@ -219,3 +219,12 @@ def test_concurrent_renewals_in_a_second_event_loop_share_one_login() -> None:
     assert asyncio.run(three_calls()) == [[]] * 3
     assert (server.logins, server.refreshes) == (1, 1)
     asyncio.run(svc.aclose())
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_header_auth_value_is_refused_as_an_empty_token_is(value: str) -> None:
+    """An unset variable read as "" must not go out as an empty credential."""
+    with pytest.raises(ValueError, match="value must be a non-empty string"):
+        HeaderAuth("X-Api-Key", value)
+    with pytest.raises(ValueError, match="token must be a non-empty string"):
+        BearerAuth(value)
