@@ -25,7 +25,7 @@ _URL_RE = re.compile(r"(?i)\b(https?://[^\s'\"<>]+?)(?=[.,:;)\]]*(?:[\s'\"<>]|$)
 _BEARER_RE = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+")
 _JSON_SECRET_RE = re.compile(
     r"""(?i)(["']?(?:secret|refreshToken|accessToken|token|key|password)["']?\s*[:=]\s*)"""
-    r"""(["'])[^"']*\2"""
+    r"""(["'])[^"']*(?:\2|$)"""  # or cut off before its closing quote (a snippet)
 )
 
 

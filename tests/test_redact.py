@@ -7,7 +7,16 @@ import pickle
 
 import pytest
 
-from svc_async import ApiKeyAuth, BadRequestError, Client, MockTransport, Request, Response
+from svc_async import (
+    ApiKeyAuth,
+    BadRequestError,
+    Client,
+    MockTransport,
+    Request,
+    Response,
+    ResponseDecodeError,
+    RetryPolicy,
+)
 from svc_async.redact import REDACTED, redact_text
 
 # A secret a JSON encoder escapes: a quote and a backslash (every encoder), a slash
@@ -52,3 +61,32 @@ async def test_a_secret_echoed_in_a_nested_validation_message_is_hidden_everywhe
     for view in views:
         assert "k3y" not in view, view
     assert error.issues[0].received == REDACTED
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"accessToken": "NEW-TOKEN-abc', "{'refreshToken': 'NEW-TOKEN-abc", 'secret="NEW-TOKEN-abc'],
+)
+def test_a_secret_field_cut_off_before_its_closing_quote_is_hidden(text: str) -> None:
+    """A body quoted in part (an error's snippet) may end inside a secret's value."""
+    shown = redact_text(text)
+    assert "NEW-TOKEN" not in shown and REDACTED in shown
+
+
+async def test_a_cut_off_login_answer_does_not_show_the_new_token() -> None:
+    def handler(request: Request) -> Response:
+        return Response(
+            200, {"Content-Type": "application/json"}, b'{"accessToken": "NEW-TOKEN-abc'
+        )
+
+    async with Client(
+        "https://v.example",
+        auth=ApiKeyAuth("kid", "key-secret"),
+        account_url="https://a.example",
+        transport=MockTransport(handler),
+        retry=RetryPolicy(attempts=1),
+    ) as svc:
+        with pytest.raises(ResponseDecodeError) as info:
+            await svc.seasons.list()
+    assert "NEW-TOKEN" not in str(info.value)
+    assert "NEW-TOKEN" not in repr(pickle.loads(pickle.dumps(info.value)).__dict__)
