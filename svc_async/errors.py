@@ -423,14 +423,8 @@ def _without_link_secrets(value: Any) -> Any:
         return redact_url(value) if "?" in value and "://" in value else value
     if isinstance(value, list):
         return [_without_link_secrets(item) for item in value]
-    if isinstance(value, dict):  # JSON the model keeps as it came (``extra``)
-        items = {key: _without_link_secrets(item) for key, item in value.items()}
-        if all(items[key] is item for key, item in value.items()):
-            return value
-        copy = type(value)(items)
-        for slot in getattr(type(value), "__slots__", ()):  # ``Extra.absent``
-            object.__setattr__(copy, slot, getattr(value, slot))
-        return copy
+    if isinstance(value, dict):
+        return _dict_without_link_secrets(value)
     if attrs.has(type(value)):
         changes = {}
         for field in attrs.fields(type(value)):
@@ -439,6 +433,18 @@ def _without_link_secrets(value: Any) -> Any:
                 changes[field.alias] = _without_link_secrets(item)
         return attrs.evolve(value, **changes)
     return value
+
+
+def _dict_without_link_secrets(value: dict[str, Any]) -> dict[str, Any]:
+    """JSON a model keeps as it came (its ``extra``: keys it does not model), its links
+    without query values; the same mapping when it holds none."""
+    items = {key: _without_link_secrets(item) for key, item in value.items()}
+    if all(items[key] is item for key, item in value.items()):
+        return value
+    copy = type(value)(items)
+    for slot in getattr(type(value), "__slots__", ()):  # ``Extra.absent``
+        object.__setattr__(copy, slot, getattr(value, slot))
+    return copy
 
 
 class PacingExceedsDeadline(Exception):
