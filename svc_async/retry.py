@@ -152,7 +152,7 @@ class RetryPolicy:
             raise TypeError("attempts must be an int")
         if self.attempts < 1:
             raise ValueError("attempts must be at least 1")
-        for name in ("wait_initial", "wait_max", "wait_exp_base"):
+        for name in ("wait_initial", "wait_max", "wait_exp_base", "max_server_wait"):
             _finite(getattr(self, name), name)
         if self.wait_initial < 0 or self.wait_max < 0 or self.wait_exp_base < 1:
             raise ValueError("waits must be non-negative and wait_exp_base at least 1")

@@ -428,7 +428,7 @@ def test_a_wait_that_is_no_finite_number_is_refused(field: str, bad: float) -> N
         RetryPolicy(**{field: bad})
 
 
-@pytest.mark.parametrize("field", ["wait_initial", "wait_max", "wait_exp_base"])
+@pytest.mark.parametrize("field", ["wait_initial", "wait_max", "wait_exp_base", "max_server_wait"])
 @pytest.mark.parametrize("bad", ["1", None, True])
 def test_a_wait_that_is_no_number_is_a_type_error_naming_it(field: str, bad: object) -> None:
     with pytest.raises(TypeError, match=field):
