@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svc_async import Client, MockTransport, Timeout, json_response
+from svc_async import Client, MockTransport, RetryPolicy, Timeout, json_response
 
 
 @pytest.mark.parametrize(
@@ -35,3 +35,25 @@ async def test_a_good_timeout_passes_as_it_is() -> None:
     async with Client("https://v.example", token="t", transport=transport) as svc:
         await svc.seasons.list(attempt_timeout=limits)
     assert transport.requests[0].timeout == limits
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"timeout": "5"}, r"timeout must be a number of seconds or None, got str"),
+        (
+            {"attempt_timeout": "x"},
+            r"attempt_timeout must be a number of seconds, a Timeout or None, got str",
+        ),
+        ({"retry": "x"}, r"retry must be a RetryPolicy or None, got str"),
+        ({"retry": RetryPolicy}, r"got the class RetryPolicy itself: give RetryPolicy\(...\)"),
+    ],
+)
+async def test_a_wrongly_typed_option_says_what_it_takes_and_what_it_got(
+    options: dict[str, object], message: str
+) -> None:
+    transport = MockTransport(lambda request: json_response([]))
+    async with Client("https://v.example", token="t", transport=transport) as svc:
+        with pytest.raises(TypeError, match=message):
+            await svc.seasons.list(**options)  # type: ignore[arg-type]
+    assert transport.requests == []
