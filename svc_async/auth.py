@@ -14,6 +14,7 @@ concurrent callers when the service answers 401.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -106,6 +107,8 @@ class HeaderAuth(_StaticAuth):
     def __init__(self, name: str, value: str) -> None:
         if not isinstance(name, str) or not name or not isinstance(value, str):
             raise TypeError("HeaderAuth takes a header name and a string value")
+        if not value.strip():
+            raise ValueError("HeaderAuth value must be a non-empty string")
         _validate.header_name(name, "HeaderAuth name")
         _validate.header_value(value, "HeaderAuth value")
         self._name = name
@@ -134,7 +137,9 @@ class ApiKeyAuth:
         self._secret = secret
         self._access: str | None = None
         self._refresh: str | None = None
-        self._lock = asyncio.Lock()  # binds to a loop on first use, not here
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )  # one per event loop: a lock is bound to the loop it is first awaited in
         self._header: tuple[str | None, dict[str, str]] | None = None
         self.logins = 0
         self.refreshes = 0
@@ -156,27 +161,28 @@ class ApiKeyAuth:
         return self._header[1]
 
     async def flow(self, rejected: Mapping[str, str] | None = None) -> AuthFlow:
-        """Log in when there is no token; after a 401, refresh (or log in again) unless
-        another caller already did since ``rejected``. One flow at a time: concurrent
-        callers share one login or renewal."""
-        async with self._lock:
-            if rejected is None:
-                if self._access is None:
-                    self._store((yield self._login_request()))
-                    self.logins += 1
-                return
-            if rejected.get("Authorization") != f"Bearer {self._access}":
-                return  # renewed meanwhile (or never sent): replay with what there is now
-            if self._refresh is not None:
-                try:
-                    self._store(
-                        (yield AccountRequest(REFRESH_PATH, {"refreshToken": self._refresh}))
-                    )
-                    self.refreshes += 1
-                    return
-                except (AuthenticationError, APIError, ResponseDecodeError):
-                    pass  # the refresh token is refused: log in again
-            self._access = self._refresh = None
+        """Log in when there is no token (never logged in, or a renewal that failed or
+        was cancelled); after a 401, refresh (or log in again) unless another caller
+        already did since ``rejected``. One flow at a time: concurrent callers share one
+        login or renewal."""
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            lock = self._locks[loop] = asyncio.Lock()
+        async with lock:
+            if self._access is not None:
+                if rejected is None or rejected.get("Authorization") != f"Bearer {self._access}":
+                    return  # renewed meanwhile (or never sent): replay with what there is now
+                if self._refresh is not None:
+                    try:
+                        self._store(
+                            (yield AccountRequest(REFRESH_PATH, {"refreshToken": self._refresh}))
+                        )
+                        self.refreshes += 1
+                        return
+                    except (AuthenticationError, APIError, ResponseDecodeError):
+                        pass  # the refresh token is refused: log in again
+                self._access = self._refresh = None
             self._store((yield self._login_request()))
             self.logins += 1
 

@@ -220,7 +220,7 @@ class APIError(SvcError):
                 self.issues = _parse_issues(msg)
             elif isinstance(msg, list):
                 self.issues = _issues_from_list(msg)
-                self.message = "; ".join(i.message or "" for i in self.issues) or None
+                self.message = "; ".join(i.message for i in self.issues if i.message) or None
         super().__init__(self._describe())
 
     def _describe(self) -> str:
@@ -392,13 +392,13 @@ def _plain_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """Response ``headers`` as a dict of str (a repeated header joined, as HTTP combines
     it), credentials and the query values of a link hidden."""
     plain: dict[str, str] = {}
-    for key, item in headers.items():
-        name = str(key)
+    for key, value in headers.items():
+        name, item = str(key), str(value)  # a transport of your own may hand other types
         if is_sensitive_header(name):
             item = REDACTED
         elif name.lower() in _LINK_HEADERS and "?" in item:
             item = redact_url(item)
-        plain[name] = f"{plain[name]}, {item}" if name in plain else str(item)
+        plain[name] = f"{plain[name]}, {item}" if name in plain else item
     return plain
 
 
@@ -416,20 +416,35 @@ def _redacted_request(request: Any) -> _Rebuild | None:
 
 
 def _without_link_secrets(value: Any) -> Any:
-    """A copy of a model (a job and what it holds) whose URLs keep no query values: a
-    job's links to files are signed, and their signature is a credential."""
+    """A copy of a model (a job and what it holds, the JSON keys it does not model too)
+    whose URLs keep no query values: a job's links to files are signed, and their
+    signature is a credential."""
     if isinstance(value, str):
         return redact_url(value) if "?" in value and "://" in value else value
     if isinstance(value, list):
         return [_without_link_secrets(item) for item in value]
+    if isinstance(value, dict):
+        return _dict_without_link_secrets(value)
     if attrs.has(type(value)):
         changes = {}
         for field in attrs.fields(type(value)):
             item = getattr(value, field.name)
-            if field.init and (isinstance(item, str | list) or attrs.has(type(item))):
+            if field.init and (isinstance(item, str | list | dict) or attrs.has(type(item))):
                 changes[field.alias] = _without_link_secrets(item)
         return attrs.evolve(value, **changes)
     return value
+
+
+def _dict_without_link_secrets(value: dict[str, Any]) -> dict[str, Any]:
+    """JSON a model keeps as it came (its ``extra``: keys it does not model), its links
+    without query values; the same mapping when it holds none."""
+    items = {key: _without_link_secrets(item) for key, item in value.items()}
+    if all(items[key] is item for key, item in value.items()):
+        return value
+    copy = type(value)(items)
+    for slot in getattr(type(value), "__slots__", ()):  # ``Extra.absent``
+        object.__setattr__(copy, slot, getattr(value, slot))
+    return copy
 
 
 class PacingExceedsDeadline(Exception):

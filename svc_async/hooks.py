@@ -10,7 +10,9 @@ hook, in order, what the pipeline's observation points see (``pipeline.CallWatch
 
 What a hook receives is redacted as the logs are: the URL without user info or query
 values, credentials' headers (and any header value holding a secret) as
-``[REDACTED]``, a response body with every secret the client holds replaced. Hooks
+``[REDACTED]``, a request's or response's body with every secret the client holds
+replaced, and the credentials of a login or refresh (its key secret, refresh token and
+the new tokens, not yet held) hidden by name, as in logs. Hooks
 observe: a hook that raises is logged (WARNING on ``svc_async.hooks``, with the
 traceback) and the call goes on as if it had not been there. A coroutine function runs
 as a task beside the call, which does not wait for it.
@@ -31,7 +33,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from ._transports.base import Request, Response
 from .clock import Clock, wait_tasks
 from .errors import SvcError
-from .redact import REDACTED, is_sensitive_header, redact_url
+from .redact import REDACTED, echoed_forms, is_sensitive_header, redact_text, redact_url
 
 __all__ = ["HOOK_NAMES", "EventHooks", "RetryEvent"]
 
@@ -111,21 +113,22 @@ class EventHooks:
 class _HookWatch:
     """One call's events, redacted, handed to the hooks."""
 
-    __slots__ = ("_hooks", "_operation", "_request", "_secrets")
+    __slots__ = ("_hooks", "_operation", "_request", "_secrets", "_tokens")
 
     def __init__(self, hooks: EventHooks, operation: str, secrets: tuple[str, ...]) -> None:
         self._hooks = hooks
         self._operation = operation
         self._secrets = secrets
+        self._tokens = operation.startswith("auth.")  # a login or refresh: bodies of tokens
         self._request: Request | None = None
 
     def request(self, request: Request) -> None:
         self._request = request
-        self._hooks.fire("request", redacted_request(request, self._secrets))
+        self._hooks.fire("request", redacted_request(request, self._secrets, self._tokens))
 
     def attempt(self, number: int, response: Response | None, failure: SvcError | None) -> None:
         if response is not None:
-            self._hooks.fire("response", redacted_response(response, self._secrets))
+            self._hooks.fire("response", redacted_response(response, self._secrets, self._tokens))
 
     def paced(self, seconds: float) -> None:
         """Not an event of its own (the request event follows)."""
@@ -147,31 +150,43 @@ class _HookWatch:
         """Not an event (the last response, or the error raised, says how it ended)."""
 
 
-def redacted_request(request: Request, secrets: tuple[str, ...]) -> Request:
-    """``request`` as a hook sees it: URL and headers redacted as the logs are."""
+def redacted_request(request: Request, secrets: tuple[str, ...], tokens: bool = False) -> Request:
+    """``request`` as a hook sees it: URL and headers redacted as the logs are, secrets
+    out of its body (with ``tokens``, a login's or refresh's: its credentials too)."""
     url = yarl.URL(redact_url(request.url), encoded=True)
     return Request(
         request.method,
         url,
         _redacted_headers(request.headers, secrets),
-        request.content,
+        None if request.content is None else _redacted_body(request.content, secrets, tokens),
         request.timeout,
     )
 
 
-def redacted_response(response: Response, secrets: tuple[str, ...]) -> Response:
-    """``response`` as a hook sees it: headers redacted, secrets out of its body."""
-    content = response.content
-    for secret in secrets:
-        if secret and secret.encode() in content:
-            content = content.replace(secret.encode(), REDACTED.encode())
+def redacted_response(
+    response: Response, secrets: tuple[str, ...], tokens: bool = False
+) -> Response:
+    """``response`` as a hook sees it: headers redacted, secrets out of its body (with
+    ``tokens``, a login's or refresh's answer: the new tokens too)."""
     request = response.request
     return Response(
         response.status,
         _redacted_headers(response.headers, secrets),
-        content,
-        None if request is None else redacted_request(request, secrets),
+        _redacted_body(response.content, secrets, tokens),
+        None if request is None else redacted_request(request, secrets, tokens),
     )
+
+
+def _redacted_body(content: bytes, secrets: tuple[str, ...], tokens: bool) -> bytes:
+    """``content`` with every form of each secret replaced; with ``tokens`` (the
+    account host's bodies) the values of credential fields by name too, as logs hide
+    them: a login's answer holds tokens the client does not hold yet."""
+    for form in (form.encode() for secret in secrets if secret for form in echoed_forms(secret)):
+        if form in content:
+            content = content.replace(form, REDACTED.encode())
+    if tokens and content:
+        content = redact_text(content.decode("utf-8", "replace")).encode()
+    return content
 
 
 def _redacted_headers(
@@ -179,8 +194,9 @@ def _redacted_headers(
 ) -> CIMultiDictProxy[str]:
     shown: CIMultiDict[str] = CIMultiDict()
     for name, value in headers.items():
-        hidden = is_sensitive_header(name) or any(s and s in value for s in secrets)
-        shown.add(name, REDACTED if hidden else value)
+        text = str(value)  # a transport of your own may hand other types
+        hidden = is_sensitive_header(name) or any(s and s in text for s in secrets)
+        shown.add(name, REDACTED if hidden else text)
     return CIMultiDictProxy(shown)
 
 

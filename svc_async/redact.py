@@ -7,6 +7,7 @@ URL never reaches a log line.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -24,8 +25,27 @@ _URL_RE = re.compile(r"(?i)\b(https?://[^\s'\"<>]+?)(?=[.,:;)\]]*(?:[\s'\"<>]|$)
 _BEARER_RE = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+")
 _JSON_SECRET_RE = re.compile(
     r"""(?i)(["']?(?:secret|refreshToken|accessToken|token|key|password)["']?\s*[:=]\s*)"""
-    r"""(["'])[^"']*\2"""
+    r"""(["'])[^"']*(?:\2|$)"""  # or cut off before its closing quote (a snippet)
 )
+
+
+_JSON_PLAIN = re.compile(r'[^"\\/\x00-\x1f\x7f-\U0010ffff]*')
+"""Text that JSON writes as it is, whatever the encoder: no quote, backslash, slash,
+control character or non-ASCII letter."""
+
+
+def echoed_forms(secret: str) -> tuple[str, ...]:
+    """``secret`` as a server may echo it: as it is, and as JSON writes it, once or twice
+    over (the service's validation list is JSON inside a body's ``message``), with or
+    without ASCII-only escapes and ``\\/`` for a slash; longest first."""
+    forms = {secret}
+    if _JSON_PLAIN.fullmatch(secret) is None:
+        for _ in range(2):
+            for form in list(forms):
+                for ascii_only in (False, True):
+                    escaped = json.dumps(form, ensure_ascii=ascii_only)[1:-1]
+                    forms.update((escaped, escaped.replace("/", "\\/")))
+    return tuple(sorted(forms, key=len, reverse=True))
 
 
 def redact_url(url: str | yarl.URL) -> str:
@@ -85,7 +105,8 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """Hide URLs' query values, bearer tokens, JSON-ish secret fields and known secrets."""
     for secret in secrets:
         if secret and len(secret) >= 4:
-            text = text.replace(secret, REDACTED)
+            for form in echoed_forms(secret):
+                text = text.replace(form, REDACTED)
     text = _URL_RE.sub(lambda m: redact_url(m.group(1)), text)
     text = _BEARER_RE.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     return _JSON_SECRET_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}{m.group(2)}", text)

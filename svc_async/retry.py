@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
+import math
 import random
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import attrs
 
@@ -89,7 +90,7 @@ def read_wait(
     """
     if value is None:
         return None
-    value = value.strip()
+    value = str(value).strip()  # a transport of your own may hand a number
     if not value:
         return None
     try:
@@ -151,8 +152,15 @@ class RetryPolicy:
             raise TypeError("attempts must be an int")
         if self.attempts < 1:
             raise ValueError("attempts must be at least 1")
+        for name in ("wait_initial", "wait_max", "wait_exp_base", "max_server_wait"):
+            _finite(getattr(self, name), name)
         if self.wait_initial < 0 or self.wait_max < 0 or self.wait_exp_base < 1:
             raise ValueError("waits must be non-negative and wait_exp_base at least 1")
+        statuses = self.statuses
+        if isinstance(statuses, str | bytes) or not isinstance(statuses, Collection):
+            raise TypeError(f"statuses must be a collection of ints, got {statuses!r}")
+        if not all(type(status) is int for status in statuses):
+            raise TypeError(f"statuses must hold ints (HTTP statuses), got {statuses!r}")
         if isinstance(self.wait_jitter, bool) or not 0 <= self.wait_jitter <= 1:
             raise ValueError(f"wait_jitter must be a fraction in [0, 1], got {self.wait_jitter!r}")
         if not 0 <= self.max_server_wait <= MAX_SERVER_WAIT:
@@ -165,7 +173,11 @@ class RetryPolicy:
         """The longest wait after failed attempt ``attempt`` (1-based): no jitter."""
         if _testing:
             return 0.0
-        return min(self.wait_max, self.wait_initial * self.wait_exp_base ** (attempt - 1))
+        try:
+            grown = self.wait_initial * self.wait_exp_base ** (attempt - 1)
+        except OverflowError:  # beyond any float, so beyond wait_max, unless it starts at 0
+            grown = _INF if self.wait_initial else 0.0
+        return min(self.wait_max, grown)
 
     def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -187,6 +199,15 @@ class RetryPolicy:
         if refused:
             return self.ceiling(attempt) * REFUSAL_FLOOR + backoff * (1.0 - REFUSAL_FLOOR)
         return backoff
+
+
+def _finite(value: object, name: str) -> None:
+    """``TypeError`` unless ``value`` is a number, ``ValueError`` unless a finite one:
+    a NaN wait never ends (a NaN timer never fires), an infinite one neither."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
 
 
 def jittered(wait: float, wait_jitter: float, rng: random.Random | None = None) -> float:
@@ -228,7 +249,7 @@ def parse_reset(
     if value is None:
         return None
     until = read_wait(value, now, date=date, dates=False)
-    if until is None or until > MAX_SERVER_WAIT or float(value) < 0:
+    if until is None or until > MAX_SERVER_WAIT or float(str(value)) < 0:
         return None  # garbage, NaN, infinite, absurd, or a negative number of seconds
     return max(0.0, until)  # an epoch time in the past is due now
 
@@ -264,6 +285,16 @@ class RetryBudget:
         timeout_cost: int = 10,
         refill: int = 1,
     ) -> None:
+        for name, value in (
+            ("capacity", capacity),
+            ("retry_cost", retry_cost),
+            ("timeout_cost", timeout_cost),
+            ("refill", refill),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+            if value < 0:
+                raise ValueError(f"{name} must not be negative, got {value}")
         self.capacity = capacity
         self.retry_cost = retry_cost
         self.timeout_cost = timeout_cost

@@ -90,7 +90,10 @@ def check_options(operation: str, options: Mapping[str, object]) -> None:
         )
     retry = options.get("retry")
     if retry is not None and not isinstance(retry, RetryPolicy):
-        raise TypeError(f"retry must be a RetryPolicy or None, got {type(retry).__name__}")
+        got = type(retry).__name__
+        if retry is RetryPolicy:
+            got = "the class RetryPolicy itself: give RetryPolicy(...)"
+        raise TypeError(f"retry must be a RetryPolicy or None, got {got}")
 
 
 def split(
@@ -115,7 +118,7 @@ def _seconds(value: float | None, what: str = "timeout") -> float | None:
             " limits of each exchange, a Timeout, are attempt_timeout="
         )
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{what} must be a number of seconds or None")
+        raise TypeError(f"{what} must be a number of seconds or None, got {type(value).__name__}")
     if not value > 0:
         raise ValueError(f"{what} must be positive")
     return float(value)
@@ -126,7 +129,13 @@ def _attempt(value: AttemptTimeoutArg, what: str = "attempt_timeout") -> Timeout
     if value is None:
         return _NO_LIMIT
     if isinstance(value, Timeout):
+        for part in ("total", "connect", "read"):  # each positive seconds, or None
+            _seconds(getattr(value, part), f"{what}.{part}")
         return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(
+            f"{what} must be a number of seconds, a Timeout or None, got {type(value).__name__}"
+        )
     seconds = _seconds(value, what)
     assert seconds is not None
     return Timeout(total=seconds, connect=min(seconds, 10.0))

@@ -156,3 +156,75 @@ def test_reprs_hide_secrets() -> None:
 def test_api_key_auth_validates(args: Any, exc: type[Exception]) -> None:
     with pytest.raises(exc):
         ApiKeyAuth(*args)
+
+
+async def test_a_cancelled_relogin_leaves_the_waiting_calls_to_log_in_again() -> None:
+    """The call renewing after a 401 is cancelled in its login (its refresh refused):
+    the calls that waited on that renewal with the same stale token log in themselves,
+    once, rather than failing with the 401 they were waiting to get past."""
+    logins, refused = 0, 0
+    stale, stuck, all_refused = False, asyncio.Event(), asyncio.Event()
+
+    async def handler(request: Request) -> Response:
+        nonlocal logins, refused
+        if request.url.path == "/api/auth/api-key/login":
+            logins += 1
+            if logins == 2:  # the first renewal: held until its call is cancelled
+                stuck.set()
+                await asyncio.Event().wait()
+            return json_response({"accessToken": f"access-{logins}", "refreshToken": "r-1"})
+        if request.url.path == "/api/auth/access-token/refresh":
+            return json_response({"statusCode": 401, "error": "Unauthorized"}, status=401)
+        if stale and request.headers["Authorization"] == "Bearer access-1":
+            refused += 1
+            if refused == 5:
+                all_refused.set()
+                await asyncio.sleep(0)  # the calls answered first go on first: the first renews
+            await all_refused.wait()  # every call holds its 401 before any renews
+            return json_response({"statusCode": 401, "error": "Unauthorized"}, status=401)
+        return json_response([])
+
+    auth = ApiKeyAuth("kid", "s3cret-value")
+    async with Client(API, auth=auth, account_url=ACCOUNT, transport=MockTransport(handler)) as svc:
+        await svc.seasons.list()  # logged in: access-1
+        stale = True
+        calls = [asyncio.create_task(svc.seasons.list(timeout=5)) for _ in range(5)]
+        await stuck.wait()  # the first call renews; the others wait for it
+        await asyncio.sleep(0.01)
+        calls[0].cancel()
+        assert await asyncio.gather(*calls[1:]) == [[]] * 4
+        with pytest.raises(asyncio.CancelledError):
+            await calls[0]
+    assert logins == 3
+    assert auth.headers() == {"Authorization": "Bearer access-3"}
+
+
+def test_concurrent_renewals_in_a_second_event_loop_share_one_login() -> None:
+    """A client is used again in a new event loop (a second ``asyncio.run``): calls that
+    meet an expired token together there share one renewal, as in the first loop,
+    instead of failing with "bound to a different event loop"."""
+    server = _Server()
+    svc = Client(
+        API,
+        auth=ApiKeyAuth("kid", "s3cret-value"),
+        account_url=ACCOUNT,
+        transport=MockTransport(server),
+    )
+
+    async def three_calls() -> list[Any]:
+        return await asyncio.gather(*(svc.seasons.list() for _ in range(3)))
+
+    assert asyncio.run(three_calls()) == [[]] * 3
+    server.expire_all()
+    assert asyncio.run(three_calls()) == [[]] * 3
+    assert (server.logins, server.refreshes) == (1, 1)
+    asyncio.run(svc.aclose())
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_header_auth_value_is_refused_as_an_empty_token_is(value: str) -> None:
+    """An unset variable read as "" must not go out as an empty credential."""
+    with pytest.raises(ValueError, match="value must be a non-empty string"):
+        HeaderAuth("X-Api-Key", value)
+    with pytest.raises(ValueError, match="token must be a non-empty string"):
+        BearerAuth(value)

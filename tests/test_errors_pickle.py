@@ -13,14 +13,18 @@ from svc_async import (
     APIError,
     Client,
     ConnectError,
+    JobWaitTimeout,
     MockTransport,
     NotFoundError,
     Request,
+    Response,
     RetryPolicy,
     SvcError,
     json_response,
 )
 from svc_async.testing import FakeService
+
+from .conftest import load
 
 TOKEN = "tok-very-secret-0123456789"
 ONCE = RetryPolicy(attempts=1)
@@ -97,3 +101,34 @@ def test_an_ambiguous_create_unpickles_with_its_tag_and_cause() -> None:
         back, _ = _round_trip(exc)
     assert isinstance(back, AmbiguousCreateError) and back.tag == "svc-async-create:ab"
     assert isinstance(back.__cause__, ConnectError)
+
+
+async def test_header_values_that_are_no_strings_pickle_as_text() -> None:
+    """A transport of your own may hand headers whose values are not ``str``: the error
+    still pickles, a link's query values still hidden."""
+    link = b"https://storage.example/f?X-Amz-Signature=abc123"
+    answer = Response(404, {"Location": link, "X-Count": 3}, b"")
+    error = await _failure(MockTransport(lambda request: answer))
+    back, data = _round_trip(error)
+    assert b"abc123" not in data
+    assert back.headers["X-Count"] == "3"  # type: ignore[attr-defined]
+
+
+async def test_a_signed_link_under_a_key_the_sdk_does_not_model_does_not_travel() -> None:
+    """The live service adds keys (a job's ``extra``): a signed link there, or in a
+    nested object, loses its query values in a pickled ``JobWaitTimeout`` as the modelled
+    links do, and the job keeps everything else (its absent keys too)."""
+    document = load("get-verification-job.response.json")
+    signed = "https://storage.example/p.mp3?X-Amz-Signature=sig-SECRET-xyz"
+    document["previewURL"] = signed
+    document["preview"] = {"links": [signed], "size": 3}
+    transport = MockTransport(lambda request: json_response(document))
+    async with Client("https://verify.example", token=TOKEN, transport=transport) as svc:
+        job = await svc.jobs.get(1)
+    data = pickle.dumps(JobWaitTimeout("job 1 is still Matching", job=job))
+    assert b"sig-SECRET-xyz" not in data
+    back = pickle.loads(data).job
+    assert back.extra["previewURL"].startswith("https://storage.example/p.mp3?X-Amz-Signature=")
+    assert back.extra["preview"]["size"] == 3
+    assert back.extra.absent == job.extra.absent
+    assert (back.id, back.status, back.tags) == (job.id, job.status, job.tags)

@@ -404,3 +404,67 @@ async def test_retries_are_logged_without_secrets(caplog: pytest.LogCaptureFixtu
     assert "GET /api/public/v1/verification-job/7" in retries[0].getMessage()
     assert "HTTP 502" in retries[0].getMessage()
     assert all("super-secret-token" not in r.getMessage() for r in caplog.records)
+
+
+async def test_a_steep_backoff_stays_at_wait_max_instead_of_overflowing() -> None:
+    """A ceiling past any float (wait_exp_base ** n overflows) is just wait_max: the
+    call goes on retrying, and ends as its last failure, not as an OverflowError."""
+    steep = RetryPolicy(attempts=40, wait_initial=1e-9, wait_exp_base=1e12, wait_max=0.0001)
+    assert steep.ceiling(39) == 0.0001
+    assert RetryPolicy(attempts=2000, wait_exp_base=2).ceiling(1500) == 8.0
+    assert RetryPolicy(attempts=2000, wait_initial=0, wait_exp_base=2).ceiling(1500) == 0.0
+    handler = _Failing(100, status=503)
+    async with _client(handler, retry=steep) as svc:
+        with pytest.raises(ServerError):
+            await svc.seasons.list(timeout=10)
+    assert handler.calls == 40
+
+
+@pytest.mark.parametrize("field", ["wait_initial", "wait_max", "wait_exp_base"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_wait_that_is_no_finite_number_is_refused(field: str, bad: float) -> None:
+    """A NaN wait would sleep forever (a NaN timer never fires): refused when made."""
+    with pytest.raises(ValueError, match=field):
+        RetryPolicy(**{field: bad})
+
+
+@pytest.mark.parametrize("field", ["wait_initial", "wait_max", "wait_exp_base", "max_server_wait"])
+@pytest.mark.parametrize("bad", ["1", None, True])
+def test_a_wait_that_is_no_number_is_a_type_error_naming_it(field: str, bad: object) -> None:
+    with pytest.raises(TypeError, match=field):
+        RetryPolicy(**{field: bad})
+
+
+@pytest.mark.parametrize("bad", [503, "503", [503, "429"], [True]])
+def test_statuses_must_be_a_collection_of_ints(bad: object) -> None:
+    """Refused when the policy is made, not when the first failure is checked against it."""
+    with pytest.raises(TypeError, match="statuses"):
+        RetryPolicy(statuses=bad)  # type: ignore[arg-type]
+    assert 503 in RetryPolicy(statuses=frozenset({503})).statuses
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"capacity": "500"}, TypeError),
+        ({"retry_cost": 1.5}, TypeError),
+        ({"timeout_cost": True}, TypeError),
+        ({"capacity": -1}, ValueError),
+        ({"refill": -1}, ValueError),
+    ],
+)
+def test_a_retry_budget_takes_non_negative_ints(kwargs: dict[str, Any], error: type) -> None:
+    with pytest.raises(error, match=next(iter(kwargs))):
+        RetryBudget(**kwargs)
+
+
+@pytest.mark.parametrize("name", ["Retry-After", "x-ratelimit-reset"])
+async def test_a_wait_header_that_is_no_string_is_read_not_crashed_on(name: str) -> None:
+    """A transport of your own may hand a header's value as a number: it is read as its
+    text; what is no wait at all (bytes, here) is no usable wait. Never a bare error."""
+    for value, retry_after in ((2, 2.0), (b"2", None)):
+        handler = _Failing(100, status=429, headers={name: value})  # type: ignore[dict-item]
+        async with _client(handler, retry=RetryPolicy(attempts=1)) as svc:
+            with pytest.raises(RateLimitError) as info:
+                await svc.seasons.list()
+        assert info.value.retry_after == retry_after

@@ -103,25 +103,32 @@ class LoopThread:
     def run(self, coro: Coroutine[Any, Any, T], *, timeout: float | None = None) -> T:
         """Run ``coro`` on the loop thread and wait for its result (or exception).
 
-        ``timeout`` (seconds) cancels it there and raises ``TimeoutError``; the SDK's own
-        ``timeout=`` options bound a call better, since they end it where it is. Called
-        from the loop thread itself, it raises ``RuntimeError`` instead of deadlocking.
+        ``timeout`` (seconds; None or infinite: no limit) cancels it there and raises
+        ``TimeoutError``; the SDK's own ``timeout=`` options bound a call better, since
+        they end it where it is. Whatever else ends the wait (a ``KeyboardInterrupt``)
+        cancels it too. Called from the loop thread itself, it raises ``RuntimeError``
+        instead of deadlocking.
         """
         if not asyncio.iscoroutine(coro):
             raise TypeError(f"run() takes a coroutine, not {type(coro).__name__}")
         try:
+            limit = _limit(timeout)
             loop = self._start()
             if threading.current_thread() is self._thread:
                 raise RuntimeError("LoopThread.run() called from its own loop: await instead")
-        except RuntimeError:
+        except (RuntimeError, TypeError, ValueError):
             coro.close()  # never started: no "never awaited" warning on the caller
             raise
         future = asyncio.run_coroutine_threadsafe(coro, loop)
         try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
+            done, _ = concurrent.futures.wait([future], limit)
+        except BaseException:
             future.cancel()
-            raise TimeoutError(f"not done within {timeout} s") from None
+            raise
+        if not done:
+            future.cancel()
+            raise TimeoutError(f"not done within {timeout} s")
+        return future.result()  # its own exception as it is, a TimeoutError included
 
     def shared(self, factory: Callable[[], T]) -> T:
         """The one object ``factory`` makes for this thread, made on first use.
@@ -159,6 +166,17 @@ class LoopThread:
                 done.cancel()
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout)
+
+
+def _limit(timeout: float | None) -> float | None:
+    """``run``'s ``timeout`` checked: seconds to wait, or None for no limit."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
+    if not timeout >= 0:
+        raise ValueError(f"timeout must not be negative, got {timeout!r}")
+    return None if timeout == float("inf") else timeout
 
 
 async def _gather(closers: list[Awaitable[Any]]) -> None:

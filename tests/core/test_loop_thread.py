@@ -5,13 +5,22 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
-from svc_async import Client, LoopThread, MockTransport, NotFoundError, Request, json_response
+from svc_async import (
+    Client,
+    JobWaitTimeout,
+    LoopThread,
+    MockTransport,
+    NotFoundError,
+    Request,
+    json_response,
+)
 from svc_async.testing import FakeService
 
 TOKEN = FakeService.DEFAULT_TOKEN
@@ -88,6 +97,68 @@ def test_a_timeout_cancels_the_coroutine_on_the_loop(portal: LoopThread) -> None
 
     with pytest.raises(TimeoutError):
         portal.run(stuck(), timeout=0.05)
+    assert cancelled.wait(5)
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0])
+def test_a_timeout_the_coroutine_raises_is_raised_as_it_is(
+    portal: LoopThread, timeout: float | None
+) -> None:
+    """``jobs.wait``'s ``JobWaitTimeout`` (a ``TimeoutError``) keeps its class, message
+    and ``job``: only the wait of ``run`` itself running out is its own TimeoutError."""
+
+    async def waits() -> None:
+        raise JobWaitTimeout("job 7 is still Matching", job="last seen")
+
+    with pytest.raises(JobWaitTimeout, match="job 7") as info:
+        portal.run(waits(), timeout=timeout)
+    assert info.value.job == "last seen"
+
+
+@pytest.mark.parametrize(
+    ("timeout", "error"),
+    [("5", TypeError), (True, TypeError), (float("nan"), ValueError), (-1, ValueError)],
+)
+def test_a_bad_timeout_is_refused_before_the_coroutine_starts(
+    portal: LoopThread, timeout: Any, error: type[Exception]
+) -> None:
+    started = threading.Event()
+
+    async def work() -> None:
+        started.set()
+
+    with pytest.raises(error, match="timeout"):
+        portal.run(work(), timeout=timeout)
+    assert portal.run(asyncio.sleep(0.05, "after")) == "after"
+    assert not started.is_set()
+
+
+def test_an_infinite_timeout_is_no_limit(portal: LoopThread) -> None:
+    assert portal.run(asyncio.sleep(0, "done"), timeout=float("inf")) == "done"
+
+
+@pytest.mark.skipif(
+    threading.current_thread() is not threading.main_thread(), reason="signals: main thread"
+)
+def test_an_interrupted_wait_cancels_the_coroutine(portal: LoopThread) -> None:
+    """Whatever ends the caller's wait (Ctrl-C: a ``KeyboardInterrupt``) ends the
+    coroutine too: nothing runs on for a caller that is gone."""
+    cancelled = threading.Event()
+
+    async def stuck() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    ctrl_c = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT))
+    ctrl_c.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            portal.run(stuck(), timeout=30)
+    finally:
+        ctrl_c.cancel()
     assert cancelled.wait(5)
 
 
