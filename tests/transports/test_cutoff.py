@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,15 +16,14 @@ import yarl
 
 from svc_async import (
     AiohttpTransport,
-    Client,
     MockTransport,
     Request,
     RequestTimeout,
     Response,
-    RetryPolicy,
     Timeout,
 )
-from svc_async._transports.cutoff import Cutoffs
+from svc_async._transports.base import StreamingTransport
+from svc_async._transports.cutoff import Cutoffs, cut_off
 
 from ..conftest import serve_app
 
@@ -298,21 +296,15 @@ async def test_a_zero_total_cuts_a_transport_of_ones_own_at_once(stream: bool) -
         await asyncio.sleep(5)
         return Response(200, {"Content-Type": "application/json"}, b"{}")
 
-    transport = MockTransport(handler)
-    limits = Timeout(total=0, connect=None)
-    async with Client(
-        "https://api.example",
-        token="t",
-        transport=transport,
-        timeout=None,
-        attempt_timeout=limits,
-        retry=RetryPolicy(attempts=1),
-    ) as svc:
-        async with asyncio.timeout(2):  # a hang fails the test, not CI
-            with pytest.raises(RequestTimeout):
-                if stream:
-                    await svc.download(
-                        "https://files.example/a", io.BytesIO(), attempt_timeout=limits
-                    )
-                else:
-                    await svc.request("GET", "/x")
+    transport = cut_off(MockTransport(handler))  # as a client sends through it
+    request = Request(
+        "GET", yarl.URL("https://api.example/x"), timeout=Timeout(total=0, connect=None)
+    )
+    async with asyncio.timeout(2):  # a hang fails the test, not CI
+        with pytest.raises(RequestTimeout):
+            if stream:
+                assert isinstance(transport, StreamingTransport)
+                async with transport.stream(request) as response:
+                    [chunk async for chunk in response.iter_chunks(1024)]
+            else:
+                await transport.send(request)
