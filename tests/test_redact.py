@@ -90,3 +90,23 @@ async def test_a_cut_off_login_answer_does_not_show_the_new_token() -> None:
             await svc.seasons.list()
     assert "NEW-TOKEN" not in str(info.value)
     assert "NEW-TOKEN" not in repr(pickle.loads(pickle.dumps(info.value)).__dict__)
+
+
+async def test_a_secret_echoed_in_a_response_header_is_hidden_in_the_error() -> None:
+    """A server (or a proxy) may echo the credential back under any header name: the
+    error's ``headers`` and its pickle hide it, and keep the rest as it came."""
+
+    def handler(request: Request) -> Response:
+        echoed = {"X-Echo": request.headers["Authorization"], "X-Plain": "kept", "Retry-After": "7"}
+        return Response(400, {"Content-Type": "application/json", **echoed}, b"{}")
+
+    token = "tok-3chOed-b4ck"
+    async with Client("https://v.example", token=token, transport=MockTransport(handler)) as svc:
+        with pytest.raises(BadRequestError) as info:
+            await svc.seasons.list()
+    error = info.value
+    assert error.headers["x-echo"] == f"Bearer {REDACTED}"  # still read case-insensitively
+    assert error.headers["X-Plain"] == "kept" and error.headers["retry-after"] == "7"
+    for view in (str(error), repr(error), repr(dict(error.headers))):
+        assert token not in view
+    assert token not in repr(vars(pickle.loads(pickle.dumps(error))))

@@ -15,13 +15,14 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 import yarl
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from .._core.exact_json import has_long_number, loads_exact, too_deep
 from .._transports.base import Response, StreamResponse
 from ..converter import structure
 from ..errors import APIError, RateLimitError, ResponseDecodeError, error_class_for
 from ..models import RateLimit
-from ..redact import redact_text, redact_url, redact_value
+from ..redact import REDACTED, redact_text, redact_url, redact_value
 from ..retry import server_wait
 from .ratelimit import parse_rate_limit
 
@@ -198,7 +199,9 @@ def api_error(
     as_rate_limit: bool = False,
     wall: float | None = None,
 ) -> APIError:
-    """The APIError for a non-2xx answer, with every secret redacted from its body."""
+    """The APIError for a non-2xx answer, with every secret redacted from its body and
+    from any header that echoes one back (a server may, under any name)."""
+    secrets = tuple(secrets)
     body: Any
     try:
         body = orjson.loads(response.content) if response.content else None
@@ -206,9 +209,24 @@ def api_error(
         body = response.text[:2000]
     body = redact_value(body, secrets)
     cls = RateLimitError if as_rate_limit else error_class_for(response.status)
-    error = cls(
-        response.status, headers=response.headers, body=body, method=method, url=redact_url(url)
-    )
+    headers = _unechoed(response.headers, secrets)
+    error = cls(response.status, headers=headers, body=body, method=method, url=redact_url(url))
     if isinstance(error, RateLimitError):
         error.retry_after = server_wait(response.status, response.headers, wall)
     return error
+
+
+def _unechoed(headers: Mapping[str, str], secrets: tuple[str, ...]) -> Mapping[str, str]:
+    """``headers`` as they came, but for a value that holds one of the client's
+    ``secrets``: that secret is hidden in it (the rest of the value, a link's query
+    included, is left as it came, for the caller to read)."""
+    shown = [secret for secret in secrets if len(secret) >= 4]
+    if not any(secret in str(value) for value in headers.values() for secret in shown):
+        return headers
+    safe: CIMultiDict[str] = CIMultiDict()
+    for name, value in headers.items():
+        text = str(value)
+        for secret in shown:
+            text = text.replace(secret, REDACTED)
+        safe.add(name, text)
+    return CIMultiDictProxy(safe)
