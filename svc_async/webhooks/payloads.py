@@ -224,16 +224,17 @@ _OUTPUT_FILE_KEYS = ("verificationJobId", "operation", "fileType")
 def parse_delivery(
     body: bytes | str | Mapping[str, Any], headers: Mapping[str, str] | None = None
 ) -> Delivery:
-    """Parse any delivery, telling the kinds apart by shape: ``entry`` makes an entry
-    update, ``verificationJobId`` (or ``operation``/``fileType``) an output file, and
-    anything else must be a status update ``{id, status}``."""
+    """Parse any delivery, telling the kinds apart by shape: an ``entry`` makes an entry
+    update (as does an ``eventId`` or ``seasonId``), ``verificationJobId`` (or
+    ``operation``/``fileType``) an output file, and anything else must be a status
+    update ``{id, status}`` (an ``"entry": null`` beside them included)."""
     del headers
     return delivery_of(decode_body(body))
 
 
 def delivery_of(data: Mapping[str, Any]) -> Delivery:
     """The delivery a decoded body holds, its kind told by its shape."""
-    if "entry" in data:
+    if data.get("entry") is not None or "eventId" in data or "seasonId" in data:
         return parse_entry_update(data)
     if any(key in data for key in _OUTPUT_FILE_KEYS):
         return parse_output_file(data)

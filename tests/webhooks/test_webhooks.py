@@ -921,3 +921,11 @@ def test_a_fleet_client_keeps_a_wake_up_source_not_a_receiver() -> None:
         webhooks=receiver,
     )
     assert given.webhooks is receiver
+
+
+def test_a_status_update_with_a_null_entry_is_a_status_update() -> None:
+    """``"entry": null`` names no entry: the shape is still ``{id, status}``."""
+    update = parse_delivery(b'{"id": 7, "status": "Processed", "entry": null}')
+    assert isinstance(update, JobStatusUpdate) and update.job_id == 7
+    with pytest.raises(WebhookPayloadError):  # an entry update's entry is still required
+        parse_delivery(b'{"entry": null, "eventId": 18}')
