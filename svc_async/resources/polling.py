@@ -169,8 +169,11 @@ class PollPolicy:
     def interval(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after poll number ``attempt`` (1-based), jitter included."""
         exponent = min(max(attempt, 1) - 1, 1000)
-        base = min(self.wait_max, self.wait_initial * self.wait_exp_base**exponent)
-        return jittered(base, self.wait_jitter, rng)
+        try:
+            grown = self.wait_initial * self.wait_exp_base**exponent
+        except OverflowError:  # beyond any float, so beyond wait_max (as RetryPolicy's)
+            grown = math.inf if self.wait_initial else 0.0
+        return jittered(min(self.wait_max, grown), self.wait_jitter, rng)
 
     def is_finished(self, job: VerificationJob) -> bool:
         """Whether ``job`` is finished under this policy (status or an error message)."""

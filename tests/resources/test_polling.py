@@ -750,3 +750,11 @@ async def test_wait_many_drops_the_status_filter_when_an_older_service_refuses_i
     assert sorted(j.id for j in done) == ids
     assert timeline.refused <= 1
     assert timeline.search_bodies[-1]["statuses"] == []
+
+
+@pytest.mark.parametrize("base", [3.0, 10, 1e10])
+def test_a_long_wait_with_a_steep_backoff_stays_at_wait_max(base: float) -> None:
+    """Hundreds of polls into a long wait, ``wait_exp_base ** n`` is beyond any float: the
+    pause is ``wait_max``, not an ``OverflowError`` out of ``jobs.wait``."""
+    policy = PollPolicy(wait_initial=1.0, wait_max=30.0, wait_exp_base=base, wait_jitter=0.0)
+    assert [policy.interval(n) for n in (1, 700, 5000)] == [1.0, 30.0, 30.0]
