@@ -10,7 +10,7 @@ from typing import Any
 
 import yarl
 
-from .headers import FORBIDDEN
+from .headers import FORBIDDEN, TOKEN
 
 MAX_PAGE_SIZE = 100
 """The service's largest accepted ``limit``."""
@@ -22,9 +22,6 @@ most 100 tags of any length."""
 SOURCES_WITHOUT_FILES: frozenset[str] = frozenset({"Service", "Pending License"})
 """Sources for which no licence file URLs are supplied (the service finds Service
 licences from the email; a pending licence has no file yet)."""
-
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-"""An HTTP token (RFC 9110 5.6.2): what a header name is made of."""
 
 _NOT_IN_HOST = re.compile(r"[\s\x00-\x1f\x7f]")
 """What no URL parser takes in a host (the WHATWG parser refuses it)."""
@@ -102,7 +99,7 @@ def header_name(value: Any, name: str) -> str:
     """An HTTP header name: a non-empty token (letters, digits and ``!#$%&'*+-.^_`|~``)."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
-    if not _TOKEN.fullmatch(value):
+    if not TOKEN.fullmatch(value):
         raise ValueError(
             f"{name} must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~),"
             f" got {value!r:.60}"

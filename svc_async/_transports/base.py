@@ -26,7 +26,7 @@ import yarl
 from aiohttp import hdrs
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from .._core.headers import SendableHeaders, header_problem
+from .._core.headers import TOKEN, SendableHeaders, header_problem
 from ..errors import (
     ConnectError,
     ConnectionLostError,
@@ -308,10 +308,6 @@ def check_headers(request: Request) -> None:
         bad = header_problem(headers)
         if bad is not None:
             raise header_refused(request, bad)
-
-
-TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-"""An HTTP token (RFC 9110): what a method or a header name must be to be written."""
 
 
 def unsendable(request: Request) -> LocalProtocolError | None:

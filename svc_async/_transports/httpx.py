@@ -35,12 +35,12 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from .._core.headers import TOKEN
 from ..errors import LocalProtocolError, TransportError
 from ..redact import redact_text
 from ..types import Timeout
 from .base import (
     DEFAULT_MAX_BODY,
-    TOKEN,
     CappedStream,
     Request,
     Response,

@@ -128,10 +128,14 @@ SMUGGLED = [
     {"Authorization": f"Bearer {SECRET}\r\nX-Evil: 1"},
     {"X-Api-Key": f"{SECRET}\x00"},
     {"X-Api-Key\n": SECRET},
+    {"X-Evil:1\tX-Api-Key": SECRET},
+    {"X Api Key": SECRET},
 ]
 
 
-@pytest.mark.parametrize("headers", SMUGGLED, ids=["CRLF value", "NUL value", "LF name"])
+@pytest.mark.parametrize(
+    "headers", SMUGGLED, ids=["CRLF value", "NUL value", "LF name", "colon name", "space name"]
+)
 @pytest.mark.parametrize("call", ["get", "create"])
 async def test_a_header_refused_at_send_time_is_certainly_not_sent_and_not_retried(
     headers: Mapping[str, str], call: str
