@@ -101,12 +101,20 @@ def redact_request_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return {k: (v if k.lower() in SDK_REQUEST_HEADERS else REDACTED) for k, v in headers.items()}
 
 
-def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """Hide URLs' query values, bearer tokens, JSON-ish secret fields and known secrets."""
+def hide_secrets(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each of ``secrets``, in every form a server may echo it in
+    (``echoed_forms``), replaced by ``[REDACTED]``, and nothing else changed. A secret
+    shorter than 4 characters is left: it would hide common text."""
     for secret in secrets:
         if secret and len(secret) >= 4:
             for form in echoed_forms(secret):
                 text = text.replace(form, REDACTED)
+    return text
+
+
+def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """Hide URLs' query values, bearer tokens, JSON-ish secret fields and known secrets."""
+    text = hide_secrets(text, secrets)
     text = _URL_RE.sub(lambda m: redact_url(m.group(1)), text)
     text = _BEARER_RE.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     return _JSON_SECRET_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}{m.group(2)}", text)

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import math
 import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ClassVar, TypeVar
+
+from .validate import seconds
 
 T = TypeVar("T")
 
@@ -112,7 +115,7 @@ class LoopThread:
         if not asyncio.iscoroutine(coro):
             raise TypeError(f"run() takes a coroutine, not {type(coro).__name__}")
         try:
-            limit = _limit(timeout)
+            limit = None if timeout is None or timeout == math.inf else seconds(timeout, "timeout")
             loop = self._start()
             if threading.current_thread() is self._thread:
                 raise RuntimeError("LoopThread.run() called from its own loop: await instead")
@@ -166,17 +169,6 @@ class LoopThread:
                 done.cancel()
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout)
-
-
-def _limit(timeout: float | None) -> float | None:
-    """``run``'s ``timeout`` checked: seconds to wait, or None for no limit."""
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
-    if not timeout >= 0:
-        raise ValueError(f"timeout must not be negative, got {timeout!r}")
-    return None if timeout == float("inf") else timeout
 
 
 async def _gather(closers: list[Awaitable[Any]]) -> None:

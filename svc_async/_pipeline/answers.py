@@ -22,7 +22,7 @@ from .._transports.base import Response, StreamResponse
 from ..converter import structure
 from ..errors import APIError, RateLimitError, ResponseDecodeError, error_class_for
 from ..models import RateLimit
-from ..redact import REDACTED, redact_text, redact_url, redact_value
+from ..redact import hide_secrets, redact_text, redact_url, redact_value
 from ..retry import server_wait
 from .ratelimit import parse_rate_limit
 
@@ -220,13 +220,7 @@ def _unechoed(headers: Mapping[str, str], secrets: tuple[str, ...]) -> Mapping[s
     """``headers`` as they came, but for a value that holds one of the client's
     ``secrets``: that secret is hidden in it (the rest of the value, a link's query
     included, is left as it came, for the caller to read)."""
-    shown = [secret for secret in secrets if len(secret) >= 4]
-    if not any(secret in str(value) for value in headers.values() for secret in shown):
+    shown = [(name, hide_secrets(str(value), secrets)) for name, value in headers.items()]
+    if all(text == value for (_, text), value in zip(shown, headers.values(), strict=True)):
         return headers
-    safe: CIMultiDict[str] = CIMultiDict()
-    for name, value in headers.items():
-        text = str(value)
-        for secret in shown:
-            text = text.replace(secret, REDACTED)
-        safe.add(name, text)
-    return CIMultiDictProxy(safe)
+    return CIMultiDictProxy(CIMultiDict(shown))

@@ -33,7 +33,7 @@ from opentelemetry.metrics import Observation
 from .._version import __version__
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import SvcError
-from .ratelimit import _int
+from .ratelimit import header_count
 
 if TYPE_CHECKING:
     from .._transports.base import Request, Response
@@ -193,7 +193,9 @@ class _CallWatch:
         status = None
         if response is not None:
             status = response.status
-            left = _int(response.headers.get("x-ratelimit-remaining"))  # as the pacer reads it
+            left = header_count(
+                response.headers.get("x-ratelimit-remaining")
+            )  # as the pacer reads it
             if left is not None:
                 metrics.left[host or ""] = left
             if status == 429:

@@ -49,15 +49,17 @@ def parse_rate_limit(headers: Mapping[str, str], now: float | None = None) -> Ra
 
     ``now`` is the wall time an epoch reset is read against (default: the system clock's).
     """
-    limit = _int(headers.get(_LIMIT))
-    remaining = _int(headers.get(_REMAINING))
+    limit = header_count(headers.get(_LIMIT))
+    remaining = header_count(headers.get(_REMAINING))
     reset = parse_reset(headers.get(_RESET), now, date=headers.get("Date"))
     if limit is None and remaining is None and reset is None:
         return None
     return RateLimit(limit=limit, remaining=remaining, reset=reset)
 
 
-def _int(value: str | None) -> int | None:
+def header_count(value: str | None) -> int | None:
+    """A rate-limit header's count (None: absent, or no count of 0 or more), as the
+    pacer, ``parse_rate_limit`` and the metrics read it."""
     if value is None:
         return None
     try:
@@ -92,7 +94,7 @@ class _RateHeaders:
         """``x-ratelimit-limit`` (None: absent or not a count)."""
         raw = headers.get(_LIMIT)
         if raw != self._limit_raw:
-            self._limit_raw, self._limit = raw, _int(raw)
+            self._limit_raw, self._limit = raw, header_count(raw)
         return self._limit
 
     def reset(self, headers: Mapping[str, str], clock: Clock) -> float | None:
@@ -392,7 +394,7 @@ class Pacer:
         if status == 429:
             self._refused(headers)
             return
-        remaining = _int(headers.get(_REMAINING))
+        remaining = header_count(headers.get(_REMAINING))
         if remaining is not None:
             reader = self._headers
             self._learn(reader.limit(headers), remaining, reader.reset(headers, self.clock))

@@ -331,8 +331,8 @@ def header_refused(request: Request, header: str) -> LocalProtocolError:
     """The error for a request refused before sending; names the header, never its value."""
     return LocalProtocolError(
         f"{where(request)} was refused before sending: header"
-        f" {header!r:.60} is not a string or holds a control character (CR, LF, NUL or"
-        " another)",
+        f" {header!r:.60} is not a string, is no HTTP header name or holds a control"
+        " character (CR, LF, NUL or another)",
         request=request,
     )
 

@@ -35,8 +35,7 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from .._core.headers import TOKEN
-from ..errors import LocalProtocolError, TransportError
+from ..errors import TransportError
 from ..redact import redact_text
 from ..types import Timeout
 from .base import (
@@ -56,7 +55,6 @@ from .base import (
     timed_out,
     tls_failure,
     unsendable,
-    where,
 )
 from .cutoff import Cutoffs, raised_instead
 from .proxy import Proxies, Route, proxy_refused, proxy_unreachable
@@ -182,7 +180,9 @@ class HttpxTransport:
         check_headers(request)
         route = self._route(request)
         pool = self._pool(route, loop)
-        headers = _outgoing(request)
+        # As aiohttp sends them (h11 refuses what is around a value: RFC 9110 5.5 makes
+        # it no part of it); names and values were checked by check_headers.
+        headers = [(k.encode(), v.strip(" \t").encode()) for k, v in request.headers.items()]
         if "Accept-Encoding" not in request.headers:
             headers.append(_ACCEPT_ENCODING)  # what it decodes, as aiohttp asks by itself
         outgoing = httpx.Request(
@@ -231,24 +231,6 @@ class HttpxTransport:
             return  # their loop is gone, and their sockets with it
         for pool in pools.values():
             await pool.aclose()
-
-
-def _outgoing(request: Request) -> list[tuple[bytes, bytes]]:
-    """``request``'s headers as h11 writes them, the bytes aiohttp would send: UTF-8,
-    each value without the whitespace around it (no part of it, RFC 9110 5.5; aiohttp
-    sends it and the server drops it, h11 refuses it). A name that is no token, which h11
-    refuses too, is refused here, before a connection opens, as ``LocalProtocolError``
-    naming it (h11's refusal quotes the value, and read as a lost connection)."""
-    headers = []
-    for name, value in request.headers.items():
-        if TOKEN.fullmatch(name) is None:
-            raise LocalProtocolError(
-                f"{where(request)} was refused before sending: header {name!r:.60} is not"
-                " an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
-                request=request,
-            )
-        headers.append((name.encode(), value.strip(" \t").encode()))
-    return headers
 
 
 def _require_h2() -> None:

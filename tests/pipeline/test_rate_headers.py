@@ -66,7 +66,7 @@ def test_each_answer_reads_as_parse_rate_limit_reads_it(step: float) -> None:
 def test_an_unchanged_limit_or_reset_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> None:
     reader, clock = _RateHeaders(), _Wall(DATE_EPOCH)
     parsed: list[str | None] = []
-    monkeypatch.setattr(ratelimit, "_int", lambda raw: parsed.append(raw) or int(raw or 0))
+    monkeypatch.setattr(ratelimit, "header_count", lambda raw: parsed.append(raw) or int(raw or 0))
     monkeypatch.setattr(
         ratelimit, "parse_reset", lambda raw, now, date=None: parsed.append(raw) or float(raw)
     )
